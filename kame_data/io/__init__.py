@@ -1,0 +1,1 @@
+"""Writers, readers and exporters for what kame-data produces on disk."""

@@ -1,0 +1,1 @@
+"""LLM backends (the simulator for oracle ladders) and the request cache they share."""

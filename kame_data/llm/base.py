@@ -1,0 +1,41 @@
+"""The chat backend interface: batches of requests in, texts and token usage out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[tuple[str, str], ...]  # (role, content)
+    max_tokens: int = 48
+    temperature: float = 0.7
+    seed: int = 0
+
+    def key(self, backend: str, model: str) -> str:
+        """Cache key: everything that determines the answer."""
+        payload = {"backend": backend, "model": model, **asdict(self)}
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def as_openai_messages(self) -> list[dict[str, str]]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+class ChatBackend(Protocol):
+    name: str
+    model: str
+
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        ...

@@ -1,0 +1,77 @@
+"""A SQLite cache of LLM answers keyed by request hash, shared across runs and recipes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult
+
+
+def default_cache_path() -> Path:
+    root = os.environ.get("KAME_DATA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kame-data")
+    return Path(root) / "llm-cache.sqlite"
+
+
+class RequestCache:
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
+            " prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL)")
+        self._db.commit()
+
+    def get(self, key: str) -> ChatResult | None:
+        with self._lock:
+            row = self._db.execute("SELECT text, prompt_tokens, completion_tokens FROM answers WHERE key = ?",
+                                   (key,)).fetchone()
+        return ChatResult(row[0], row[1], row[2], cached=True) if row else None
+
+    def put(self, key: str, result: ChatResult) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?)",
+                             (key, result.text, result.prompt_tokens, result.completion_tokens))
+            self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedBackend:
+    """Wraps a backend: answers come from the cache when present; identical requests in a batch
+    are sent once; every fresh answer is stored before it is returned."""
+
+    def __init__(self, inner: ChatBackend, cache: RequestCache | None):
+        self.inner, self.cache = inner, cache
+        self.name, self.model = inner.name, inner.model
+        self.calls = 0  # requests actually sent to the backend
+        self.cache_hits = 0
+
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        keys = [r.key(self.name, self.model) for r in requests]
+        found: dict[str, ChatResult] = {}
+        todo: dict[str, ChatRequest] = {}
+        for key, req in zip(keys, requests):
+            if key in found or key in todo:
+                continue
+            hit = self.cache.get(key) if self.cache else None
+            if hit is not None:
+                found[key] = hit
+                self.cache_hits += 1
+            else:
+                todo[key] = req
+        if todo:
+            fresh = self.inner.complete(list(todo.values()))
+            self.calls += len(todo)
+            for key, res in zip(todo, fresh):
+                if self.cache is not None and res.text:
+                    self.cache.put(key, res)
+                found[key] = res
+        return [found[k] for k in keys]

@@ -1,0 +1,1 @@
+"""The oracle stage: rendered dialogues -> simulated oracle ladders (DESIGN.md semantics)."""

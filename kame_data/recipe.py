@@ -1,0 +1,129 @@
+"""Recipes: YAML files naming the sources and each stage's config, validated on load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from kame_data.resources import bundled_recipe
+from kame_data.schema import SchemaError, validate
+
+
+class RecipeError(ValueError):
+    """The recipe cannot be used; the message names the file and the bad key."""
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str
+    path: str | None = None
+    hub: str | None = None
+    config: str | None = None
+    split: str | None = None
+    limit: int | None = None
+    license: str | None = None
+
+
+@dataclass(frozen=True)
+class Recipe:
+    name: str
+    path: Path
+    raw: dict[str, Any]
+    seed: int = 0
+    description: str = ""
+    sources: list[SourceSpec] = field(default_factory=list)
+    script: dict[str, Any] = field(default_factory=dict)
+    speak: dict[str, Any] = field(default_factory=dict)
+    oracle: dict[str, Any] = field(default_factory=dict)
+    publish: dict[str, Any] = field(default_factory=dict)
+    batch_size: int = 4
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, relative: str) -> Path:
+        """A path in the recipe, taken relative to the recipe's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.base_dir / p)
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.raw)
+
+
+def config_hash(obj: Any) -> str:
+    """Stable hash of a JSON-able config (key order does not matter)."""
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def find_recipe(ref: str | Path) -> Path:
+    """A recipe path, or the name of a recipe shipped with the package (`quickstart`)."""
+    p = Path(ref)
+    if p.is_file():
+        return p
+    bundled = bundled_recipe(str(ref)) if not p.parent.name or p.parent == Path(".") or p.parent.name == "recipes" else None
+    if bundled is None and p.parent.name == "recipes":
+        bundled = bundled_recipe(p.name)
+    if bundled is not None:
+        return bundled
+    raise RecipeError(f"recipe not found: {ref} (give a YAML path, or a bundled name such as 'quickstart')")
+
+
+def load_recipe(ref: str | Path) -> Recipe:
+    path = find_recipe(ref)
+    try:
+        raw = yaml.safe_load(path.read_text("utf-8"))
+    except yaml.YAMLError as e:
+        raise RecipeError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise RecipeError(f"{path}: a recipe is a YAML mapping, got {type(raw).__name__}")
+    try:
+        validate("recipe", raw, what=f"recipe {path.name}")
+    except SchemaError as e:
+        raise RecipeError(str(e)) from e
+    return Recipe(
+        name=raw["name"],
+        path=path.resolve(),
+        raw=raw,
+        seed=raw.get("seed", 0),
+        description=raw.get("description", ""),
+        sources=[SourceSpec(**s) for s in raw["sources"]],
+        script=raw.get("script", {}),
+        speak=raw.get("speak", {}),
+        oracle=raw.get("oracle", {}),
+        publish=raw.get("publish", {}),
+        batch_size=raw.get("batch_size", 4),
+    )
+
+
+T = TypeVar("T")
+
+
+def build_config(cls: type[T], section: dict[str, Any] | None) -> T:
+    """Instantiate a stage config dataclass from a (schema-checked) recipe section.
+
+    Nested dataclass fields are built from nested mappings; lists become tuples so configs
+    stay hashable.
+    """
+    section = dict(section or {})
+    kwargs = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        if f.name not in section:
+            continue
+        value = section.pop(f.name)
+        proto = f.default_factory() if f.default_factory is not MISSING else f.default
+        if is_dataclass(proto) and isinstance(value, dict):
+            value = build_config(type(proto), value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    if section:
+        raise RecipeError(f"{cls.__name__}: unknown keys {sorted(section)}")
+    return cls(**kwargs)

@@ -1,0 +1,162 @@
+"""Typed records passed between stages.
+
+Every stage is a function from a batch of one record type to a batch of the next (plus
+`Reject`s). Each record has a JSON Schema in `schemas/` with the same field names; `to_dict`
+gives the JSON form the schemas describe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+ASSISTANT = "assistant"
+USER = "user"
+
+
+@dataclass(frozen=True)
+class SourceItem:
+    """One benchmark item, normalised across sources (display text, not yet spoken)."""
+
+    id: str
+    source: str
+    category: str
+    question: str
+    options: list[str]  # option texts in letter order A, B, C, …; empty for open questions
+    answer: str  # the answer as display text (for multiple choice: the option text)
+    answer_letter: str  # "" for open questions
+    explanation: str = ""  # worked solution / chain of thought, display text
+    license: str = ""
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn: who speaks, what is shown (`text`) and what is said (`spoken`)."""
+
+    role: str  # "assistant" | "user"
+    speaker: str  # "A" | "B"
+    text: str
+    spoken: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    id: str
+    item_id: str
+    source: str
+    category: str
+    variant: int
+    turns: list[Turn]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Word:
+    speaker: str
+    word: str
+    start: float
+    end: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TurnTiming:
+    """Where a turn landed in the mixed audio, and which voice spoke it."""
+
+    start: float
+    end: float
+    voice: str
+
+
+@dataclass(frozen=True)
+class RenderedDialogue:
+    """A dialogue spoken: stereo int16 audio (frames × 2) and word timings in seconds."""
+
+    dialogue: Dialogue
+    audio: np.ndarray
+    sample_rate: int
+    words: list[Word]
+    timings: list[TurnTiming]
+
+    @property
+    def id(self) -> str:
+        return self.dialogue.id
+
+    @property
+    def duration(self) -> float:
+        return len(self.audio) / self.sample_rate
+
+
+ORACLE_REFERENCE_FIELDS = (
+    "timestamp_ms",
+    "conversation_context",
+    "prediction",
+    "total_word_count",
+    "trigger_word",
+    "recent_words",
+    "current_spoken_ratio",
+    "channel",
+    "hint",
+)
+
+
+@dataclass(frozen=True)
+class OracleEvent:
+    """One oracle step. Field order of the first nine is kame_finetune's `oracle_raw` order."""
+
+    timestamp_ms: int
+    conversation_context: str
+    prediction: str
+    total_word_count: int
+    trigger_word: str
+    recent_words: list[str]
+    current_spoken_ratio: float
+    channel: int
+    hint: str
+    level: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def reference_dict(self) -> dict[str, Any]:
+        """Only the fields kame_finetune reads, in its order."""
+        d = self.to_dict()
+        return {k: d[k] for k in ORACLE_REFERENCE_FIELDS}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A finished training example: the rendered dialogue plus its oracle ladder."""
+
+    rendered: RenderedDialogue
+    oracle: list[OracleEvent]
+
+    @property
+    def id(self) -> str:
+        return self.rendered.id
+
+
+@dataclass(frozen=True)
+class Reject:
+    """Something a stage refused, with a machine-readable reason code and a human detail."""
+
+    stage: str
+    id: str
+    reason: str
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,1 @@
+"""The speak stage: dialogues -> stereo 24 kHz audio with word timings."""

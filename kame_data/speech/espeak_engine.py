@@ -1,0 +1,117 @@
+"""espeak-ng formant voices through the C library (ctypes); exact word events with char offsets.
+
+espeak-ng keeps global state, so one process speaks with one library instance; calls are
+serialised by a lock and the voice is set before every synthesis.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from kame_data.script.normalize import spoken_tokens
+from kame_data.speech.engines import Span, Synthesis, VoiceConfig
+
+_AUDIO_OUTPUT_SYNCHRONOUS = 2
+_POS_CHARACTER = 1
+_CHARS_UTF8 = 1
+_EVENT_LIST_TERMINATED = 0
+_EVENT_WORD = 1
+_RATE, _PITCH = 1, 3
+
+
+class _Event(ctypes.Structure):
+    _fields_ = [
+        ("type", ctypes.c_int),
+        ("unique_identifier", ctypes.c_uint),
+        ("text_position", ctypes.c_int),
+        ("length", ctypes.c_int),
+        ("audio_position", ctypes.c_int),
+        ("sample", ctypes.c_int),
+        ("user_data", ctypes.c_void_p),
+        ("id", ctypes.c_char * 8),
+    ]
+
+
+_Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
+
+
+class _Library:
+    """The process-wide espeak-ng instance."""
+
+    _instance: "_Library | None" = None
+    lock = threading.Lock()
+
+    def __init__(self):
+        try:
+            import espeakng_loader
+        except ImportError as e:
+            raise RuntimeError("espeak voices need `pip install espeakng-loader`") from e
+        self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
+        self.sample_rate = self.lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0,
+                                                      espeakng_loader.get_data_path().encode(), 0)
+        if self.sample_rate <= 0:
+            raise RuntimeError("espeak-ng failed to initialise")
+        self._chunks: list[np.ndarray] = []
+        self._events: list[tuple[int, int]] = []  # (char position, 1-based; sample)
+        self._callback = _Callback(self._on_audio)  # keep a reference: ctypes does not
+        self.lib.espeak_SetSynthCallback(self._callback)
+
+    @classmethod
+    def get(cls) -> "_Library":
+        with cls.lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def _on_audio(self, wav, n, events) -> int:
+        if n > 0:
+            self._chunks.append(np.ctypeslib.as_array(wav, (n,)).copy())
+        i = 0
+        while events[i].type != _EVENT_LIST_TERMINATED:
+            if events[i].type == _EVENT_WORD:
+                self._events.append((events[i].text_position, events[i].sample))
+            i += 1
+        return 0
+
+    def speak(self, text: str, voice: str, rate: int, pitch: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        with self.lock:
+            if self.lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb+m3, …)")
+            self.lib.espeak_SetParameter(_RATE, rate, 0)
+            self.lib.espeak_SetParameter(_PITCH, pitch, 0)
+            self._chunks, self._events = [], []
+            data = text.encode("utf-8")
+            self.lib.espeak_Synth(ctypes.c_char_p(data), ctypes.c_size_t(len(data) + 1), 0, _POS_CHARACTER, 0,
+                                  _CHARS_UTF8, None, None)
+            self.lib.espeak_Synchronize()
+            audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.int16)
+            return audio, list(self._events)
+
+
+class EspeakEngine:
+    def __init__(self, cfg: VoiceConfig):
+        self.cfg = cfg
+        self.library = _Library.get()
+        self.label = f"espeak:{cfg.voice}"
+        self.library.speak("test", cfg.voice, cfg.rate, cfg.pitch)  # fail early on a bad voice name
+
+    def synthesize(self, text: str) -> Synthesis:
+        audio, events = self.library.speak(text, self.cfg.voice, self.cfg.rate, self.cfg.pitch)
+        sr = self.library.sample_rate
+        tokens = spoken_tokens(text)
+        starts: list[float | None] = [None] * len(tokens)
+        # Word events carry the 1-based character position of the word in the text.
+        offsets = [off for _, off in tokens]
+        for pos, sample in events:
+            char = pos - 1
+            # the token whose text contains this character (events may point at leading punctuation)
+            k = next((i for i in range(len(tokens) - 1, -1, -1) if offsets[i] <= char + 1), None)
+            if k is None:
+                k = 0
+            if starts[k] is None:
+                starts[k] = sample / sr
+        spans: list[Span] = [(s, None) for s in starts]
+        return Synthesis(audio.astype(np.float32) / 32768.0, sr, spans)

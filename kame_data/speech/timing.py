@@ -1,0 +1,71 @@
+"""Completing and tightening word spans against the audio itself."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kame_data.speech.engines import Span
+
+FRAME = 0.01  # seconds
+
+
+def _frame_rms(audio: np.ndarray, sr: int) -> np.ndarray:
+    hop = max(int(sr * FRAME), 1)
+    n = len(audio) // hop
+    if n == 0:
+        return np.zeros(0)
+    frames = audio[: n * hop].reshape(n, hop).astype(np.float64)
+    return np.sqrt((frames ** 2).mean(axis=1))
+
+
+def complete_spans(spans: list[Span], weights: list[int], audio: np.ndarray, sr: int,
+                   silence_db: float = -35.0) -> list[tuple[float, float]]:
+    """Fill unknown starts/ends, keep spans ordered, and trim silence off both edges.
+
+    Unknown starts are interpolated between known neighbours by `weights` (word lengths); an
+    unknown end is the next word's start. Then each span shrinks to its voiced frames, so a
+    pause after a comma belongs to no word.
+    """
+    n = len(spans)
+    duration = len(audio) / sr
+    starts = [s for s, _ in spans]
+    ends = [e for _, e in spans]
+    i = 0
+    while i < n:
+        if starts[i] is not None:
+            i += 1
+            continue
+        j = i
+        while j < n and starts[j] is None:
+            j += 1
+        lo = ends[i - 1] if i > 0 and ends[i - 1] is not None else (starts[i - 1] if i > 0 else 0.0)
+        hi = starts[j] if j < n else duration
+        lo = min(lo if lo is not None else 0.0, hi)
+        total = sum(weights[i:j]) or 1
+        acc = 0
+        for k in range(i, j):
+            starts[k] = lo + (hi - lo) * acc / total
+            acc += weights[k]
+            if ends[k] is None:
+                ends[k] = lo + (hi - lo) * acc / total
+        i = j
+    for k in range(n):
+        if ends[k] is None:
+            ends[k] = starts[k + 1] if k + 1 < n else duration
+    rms = _frame_rms(audio, sr)
+    threshold = (rms.max() if len(rms) else 0.0) * 10 ** (silence_db / 20)
+    voiced = rms > threshold
+    out: list[tuple[float, float]] = []
+    prev_end = 0.0
+    for s, e in zip(starts, ends):
+        s = max(float(s), prev_end)
+        e = min(max(float(e), s), duration)
+        a, b = int(s / FRAME), int(np.ceil(e / FRAME))
+        idx = np.flatnonzero(voiced[a:b]) if b > a else np.zeros(0, int)
+        if len(idx):
+            s2 = (a + idx[0]) * FRAME
+            e2 = min((a + idx[-1] + 1) * FRAME, duration)
+            s, e = max(s, s2), max(min(e, e2), max(s, s2))
+        out.append((round(s, 4), round(e, 4)))
+        prev_end = e
+    return out
