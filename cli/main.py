@@ -54,7 +54,7 @@ def _tqdm_factory(quiet: bool):
 def run(
     recipe: str = typer.Argument(..., help="Recipe YAML path, or a bundled recipe name such as 'quickstart'."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (default: out/<recipe name>)."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Take at most N items from each source."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", min=1, help="Take at most N source items in all (interleaved across sources)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the shared LLM request cache."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from itertools import zip_longest
 from typing import Callable, Iterable
 
 from kame_data.records import Reject, SourceItem
@@ -40,13 +41,15 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None) -> Iterable[Sour
 
 
 def load_items(recipe: Recipe, limit: int | None = None) -> tuple[list[SourceItem], list[Reject]]:
-    """All items of a recipe. `limit` caps the items taken from each source."""
-    items: list[SourceItem] = []
+    """All items of a recipe, interleaved across sources (so a small `limit` still covers each
+    source style), at most `limit` in all."""
+    per_source: list[list[SourceItem]] = []
     rejects: list[Reject] = []
     seen: set[str] = set()
     for spec in recipe.sources:
         if limit is not None:
             spec = SourceSpec(**{**spec.__dict__, "limit": min(limit, spec.limit or limit)})
+        kept: list[SourceItem] = []
         for result in load_source(spec, recipe):
             if isinstance(result, Reject):
                 rejects.append(result)
@@ -54,6 +57,10 @@ def load_items(recipe: Recipe, limit: int | None = None) -> tuple[list[SourceIte
                 rejects.append(Reject("sources", result.id, "duplicate_id", "an earlier item has the same id"))
             else:
                 seen.add(result.id)
-                items.append(result)
+                kept.append(result)
+        per_source.append(kept)
+    items = [it for group in zip_longest(*per_source) for it in group if it is not None]
+    if limit is not None:
+        items = items[:limit]
     log.info("loaded %d items (%d rejected) from %d sources", len(items), len(rejects), len(recipe.sources))
     return items, rejects

@@ -79,7 +79,7 @@ class _Library:
     def speak(self, text: str, voice: str, rate: int, pitch: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
         with self.lock:
             if self.lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb+m3, …)")
+                raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb-x-rp+m3, en-029, …)")
             self.lib.espeak_SetParameter(_RATE, rate, 0)
             self.lib.espeak_SetParameter(_PITCH, pitch, 0)
             self._chunks, self._events = [], []

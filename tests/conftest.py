@@ -1,0 +1,36 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "sources"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_cache(tmp_path_factory):
+    """Tests never read or write the user's LLM cache."""
+    os.environ["KAME_DATA_CACHE_DIR"] = str(tmp_path_factory.mktemp("llm-cache"))
+
+
+CLI = [sys.executable, "-m", "kame_data.cli.main"]
+
+
+@pytest.fixture(scope="session")
+def quickstart_out(tmp_path_factory) -> Path:
+    """The bundled quickstart on 3 items (one per source style), run once per session through the CLI."""
+    out = tmp_path_factory.mktemp("qs") / "out"
+    r = subprocess.run(CLI + ["run", "quickstart", "--out", str(out), "--limit", "3", "--quiet"],
+                       capture_output=True, text=True, timeout=900, env=os.environ.copy())
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert f"dataset: {out.resolve()}" in r.stdout
+    return out
