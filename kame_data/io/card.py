@@ -8,10 +8,10 @@ import yaml
 
 from kame_data.io.dataset import features
 
-LICENSE_NOTES = {
-    "mmlu_pro": ("mit", "MMLU-Pro (TIGER-Lab/MMLU-Pro), MIT"),
-    "gsm8k": ("mit", "GSM8K (openai/gsm8k), MIT"),
-    "hssbench": ("other", "HSSBench (dozo/HSSBench): NO LICENSE STATED. Do not redistribute without permission."),
+SOURCE_NAMES = {
+    "mmlu_pro": "MMLU-Pro (TIGER-Lab/MMLU-Pro)",
+    "gsm8k": "GSM8K (openai/gsm8k)",
+    "hssbench": "HSSBench (dozo/HSSBench)",
 }
 
 
@@ -24,7 +24,8 @@ def _size_category(n: int) -> str:
 
 def render_card(manifest: dict[str, Any]) -> str:
     sources = sorted(manifest["per_source"])
-    licenses = sorted({LICENSE_NOTES.get(s, ("other", ""))[0] for s in sources})
+    source_licenses = {s: manifest.get("licenses", {}).get(s, "unknown") for s in sources}
+    licenses = sorted({"other" if v == "unknown" else v for v in source_licenses.values()})
     splits = sorted({s["split"] for s in manifest["shards"]})
     header = {
         "license": licenses[0] if len(licenses) == 1 else "other",
@@ -54,10 +55,13 @@ def render_card(manifest: dict[str, Any]) -> str:
         "## Sources", "",
     ]
     for s in sources:
-        note = LICENSE_NOTES.get(s, ("other", f"{s}: license unknown"))[1]
-        lines.append(f"- **{s}**: {manifest['per_source'][s]} dialogues. {note}")
-    if "hssbench" in sources:
-        lines += ["", "> **Warning:** HSSBench has no stated license; rows derived from it must not be redistributed."]
+        lic = source_licenses[s]
+        note = "NO LICENSE STATED" if lic == "unknown" else f"license: {lic}"
+        lines.append(f"- **{s}**: {SOURCE_NAMES.get(s, s)}, {manifest['per_source'][s]} dialogues, {note}.")
+    unlicensed = [s for s in sources if source_licenses[s] == "unknown"]
+    if unlicensed:
+        lines += ["", f"> **Warning:** {', '.join(unlicensed)} has no stated license; rows derived from it must not "
+                      "be redistributed without the authors' permission."]
     levels = manifest.get("levels", {})
     lines += [
         "", "## How it was generated", "",

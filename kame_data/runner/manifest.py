@@ -39,6 +39,16 @@ def _git_commit() -> str | None:
     return r.stdout.strip() if r.returncode == 0 else None
 
 
+def _licenses(recipe: Recipe) -> dict[str, str]:
+    """License per source kind: the recipe's `license` where given, else the source's own."""
+    from kame_data.sources import DEFAULT_LICENSES
+
+    out: dict[str, str] = {}
+    for spec in recipe.sources:
+        out[spec.kind] = spec.license or DEFAULT_LICENSES.get(spec.kind, "unknown")
+    return out
+
+
 def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timings: dict[str, float],
                    shards: list[dict[str, Any]], samples: list[dict[str, Any]], backend=None) -> dict[str, Any]:
     levels = Counter(level for s in samples for level in s["levels"])
@@ -52,6 +62,7 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
         "git_commit": _git_commit(),
         "counts": {**{k: int(v) for k, v in counts.items()}, "samples": len(samples)},
         "per_source": dict(sorted(per_source.items())),
+        "licenses": _licenses(recipe),
         "rejects": dict(sorted(Counter(r.reason for r in rejects).items())),
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "levels": {str(k): v for k, v in sorted(levels.items())},
