@@ -31,6 +31,7 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    error: str = ""  # set when the request failed after all retries (transport / service errors)
 
 
 class ChatBackend(Protocol):

@@ -71,7 +71,18 @@ class CachedBackend:
             fresh = self.inner.complete(list(todo.values()))
             self.calls += len(todo)
             for key, res in zip(todo, fresh):
-                if self.cache is not None and res.text:
+                if self.cache is not None and res.text and not res.error:
                     self.cache.put(key, res)
                 found[key] = res
         return [found[k] for k in keys]
+
+    def summary(self) -> dict:
+        """For the manifest: what was asked, answered from cache, and paid for."""
+        out = {"backend": self.name, "model": self.model, "calls": self.calls, "cache_hits": self.cache_hits}
+        meter = getattr(self.inner, "meter", None)
+        if meter is not None:
+            out.update(meter.summary())
+        failures = getattr(self.inner, "failures", None)
+        if failures is not None:
+            out["failed_attempts"] = failures
+        return out

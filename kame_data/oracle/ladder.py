@@ -46,8 +46,11 @@ class Step:
 
 
 def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | None = None,
-           channels: dict[str, int] | None = None) -> list[Step]:
-    """All steps of one dialogue (two speakers), in time order."""
+           channels: dict[str, int] | None = None, only_new_words: bool = False) -> list[Step]:
+    """All steps of one dialogue (two speakers), in time order.
+
+    `only_new_words` keeps a step only if words arrived since the previous kept step (steps
+    in between would repeat the same request)."""
     channels = channels or {"A": 0, "B": 1}
     ws = sorted(words, key=lambda w: w.end)  # stable: ties keep input order, as the reference does
     n = len(ws)
@@ -91,7 +94,8 @@ def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | N
             current = ws[k - 1].speaker
             nxt = other[current]
             channel = channels[nxt]
-            if target_channel is None or channel == target_channel:
+            if (target_channel is None or channel == target_channel) and not (
+                    only_new_words and steps and steps[-1].total_word_count == k):
                 j = next_of[nxt][k]
                 if j >= n:
                     break  # the next speaker never speaks again: generation stops

@@ -15,6 +15,7 @@ LEVEL_INSTRUCTIONS = {
     2: "Refer to the hint, but include content that differs from it.",
     3: "The hint is an important clue, but do not copy it word for word.",
     4: "Use the hint rather directly.",
+    5: "The hint is exactly what will be said: give it as the reply.",
 }
 
 MIN_WORDS, MAX_WORDS = 3, 30

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from kame_data.llm.accounting import Meter, Prices
 from kame_data.llm.base import ChatBackend
 from kame_data.oracle.ladder import Step, ladder
 from kame_data.oracle.prompts import build_request, clean_prediction, usable
@@ -18,28 +19,58 @@ TARGETS = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
 
 @dataclass(frozen=True)
 class BackendConfig:
-    kind: str = "llamacpp"
-    model_path: str | None = None
+    kind: str = "llamacpp"  # llamacpp (embedded) | openai (any compatible server) | vllm (offline, GPU)
+    model: str | None = None  # model name for openai / vllm
+    model_path: str | None = None  # a GGUF file for llamacpp (default: the embedded SmolLM2-135M)
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
     max_tokens: int = 48
     temperature: float = 0.7
     n_ctx: int = 2048
     threads: int | None = None
+    concurrency: int = 32
+    timeout: float = 30.0
+    max_retries: int = 6
+    backoff_base: float = 0.5
+    rpm: float | None = None
+    tpm: float | None = None
+    max_consecutive_failures: int = 50
+    prompt_price_per_million: float = 0.0
+    completion_price_per_million: float = 0.0
 
 
 @dataclass(frozen=True)
 class OracleConfig:
     interval: float = 0.5
     target: str = "assistant"
-    retries: int = 2
+    retries: int = 2  # extra attempts (new seed) for an unusable prediction
+    trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
+    level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
+    budget_usd: float | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
 
 
-def open_backend(cfg: BackendConfig) -> ChatBackend:
+def open_backend(cfg: BackendConfig, meter: Meter | None = None) -> ChatBackend:
     if cfg.kind == "llamacpp":
         from kame_data.llm.llamacpp import LlamaCppBackend
 
         return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads)
-    raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp)")
+    if cfg.kind == "openai":
+        from kame_data.llm.openai_backend import OpenAIBackend
+
+        if not cfg.model:
+            raise ValueError("oracle.backend.model is required for the openai backend")
+        return OpenAIBackend(cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
+                             concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
+                             backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
+                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter)
+    if cfg.kind == "vllm":
+        from kame_data.llm.vllm_backend import VLLMBackend
+
+        if not cfg.model:
+            raise ValueError("oracle.backend.model is required for the vllm backend")
+        return VLLMBackend(cfg.model)
+    raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp, openai, vllm)")
 
 
 class OracleStage:
@@ -50,18 +81,25 @@ class OracleStage:
         self.cfg = cfg
         self.backend = backend
         self.cache = cache
+        b = cfg.backend
+        self.meter = Meter(Prices(b.prompt_price_per_million, b.completion_price_per_million), cfg.budget_usd)
 
     def open(self) -> None:
         if self.backend is None:
             from kame_data.llm.cache import CachedBackend
 
-            self.backend = CachedBackend(open_backend(self.cfg.backend), self.cache)
+            self.backend = CachedBackend(open_backend(self.cfg.backend, self.meter), self.cache)
 
-    def _predict(self, steps: list[Step]) -> list[str]:
-        """Predictions for steps (level 5: the true reply); '' where every attempt was unusable."""
+    def _predict(self, steps: list[Step]) -> tuple[list[str], list[str]]:
+        """(prediction, error) per step. Level 5 is the true reply unless `level5: call`.
+
+        An unusable answer is asked again with a new seed; a prediction stays '' when every
+        attempt was unusable, with error set when the service itself kept failing."""
         b = self.cfg.backend
-        preds = [s.true_reply if s.level == 5 else "" for s in steps]
-        pending = [i for i, s in enumerate(steps) if s.level < 5]
+        direct = self.cfg.level5 == "hint"
+        preds = [s.true_reply if (s.level == 5 and direct) else "" for s in steps]
+        errors = [""] * len(steps)
+        pending = [i for i, s in enumerate(steps) if not (s.level == 5 and direct)]
         for attempt in range(self.cfg.retries + 1):
             if not pending:
                 break
@@ -70,24 +108,35 @@ class OracleStage:
             still = []
             for i, res in zip(pending, results):
                 text = clean_prediction(res.text)
+                errors[i] = res.error
                 if usable(text):
-                    preds[i] = text
+                    preds[i], errors[i] = text, ""
                 else:
                     still.append(i)
             pending = still
-        return preds
+        return preds, errors
 
     def process(self, batch: list[RenderedDialogue]) -> list[Sample | Reject]:
         self.open()
         target = TARGETS[self.cfg.target]
-        ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL) for r in batch]
+        ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
+                   for r in batch]
         flat = [s for steps in ladders for s in steps]
-        preds = iter(self._predict(flat))
+        preds, errors = self._predict(flat)
         out: list[Sample | Reject] = []
+        offset = 0
         for rendered, steps in zip(batch, ladders):
+            mine = list(zip(preds[offset: offset + len(steps)], errors[offset: offset + len(steps)]))
+            offset += len(steps)
+            failed = [e for _, e in mine if e]
+            if failed:
+                # The service failed (not the model): reject the dialogue whole, so a rerun redoes it
+                # (its successful answers are cached) instead of publishing a ladder with holes.
+                out.append(Reject(self.name, rendered.id, "llm_failed",
+                                  f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})"))
+                continue
             events = []
-            for step in steps:
-                pred = next(preds)
+            for step, (pred, _) in zip(steps, mine):
                 if not pred:
                     out.append(Reject(self.name, f"{rendered.id}@{step.timestamp_ms}", "empty_prediction",
                                       f"no usable prediction after {self.cfg.retries + 1} attempts (level {step.level})"))

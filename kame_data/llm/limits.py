@@ -1,0 +1,73 @@
+"""Client-side limits for remote LLM APIs: rate limits, backoff with jitter, failure streaks."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+
+class BackendUnavailable(RuntimeError):
+    """Too many consecutive failures: the service is down or misconfigured; the run aborts."""
+
+
+class RateLimiter:
+    """Token buckets for requests per minute and tokens per minute (either may be None).
+
+    Each bucket holds one second's worth, so bursts stay within what a per-minute limit
+    enforced over short windows tolerates."""
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None):
+        self.rpm, self.tpm = rpm, tpm
+        now = time.monotonic()
+        self._req = [self._capacity(rpm), now]
+        self._tok = [self._capacity(tpm), now]
+        self._lock = asyncio.Lock()
+
+    @staticmethod
+    def _capacity(per_minute: float | None) -> float:
+        return max(1.0, float(per_minute or 0) / 60.0)
+
+    def _wait(self, bucket: list[float], per_minute: float, need: float) -> float:
+        now = time.monotonic()
+        cap = self._capacity(per_minute)
+        need = min(need, cap)
+        bucket[0] = min(cap, bucket[0] + (now - bucket[1]) * per_minute / 60.0)
+        bucket[1] = now
+        if bucket[0] >= need:
+            bucket[0] -= need
+            return 0.0
+        return (need - bucket[0]) * 60.0 / per_minute
+
+    async def acquire(self, tokens: int = 0) -> None:
+        async with self._lock:
+            while True:
+                wait = 0.0
+                if self.rpm:
+                    wait = max(wait, self._wait(self._req, self.rpm, 1.0))
+                if self.tpm and wait == 0.0:
+                    wait = max(wait, self._wait(self._tok, self.tpm, float(tokens)))
+                    if wait and self.rpm:
+                        self._req[0] += 1.0  # give the request slot back; we try again after the wait
+                if wait == 0.0:
+                    return
+                await asyncio.sleep(wait)
+
+
+def backoff_delay(attempt: int, base: float, cap: float, retry_after: float | None = None,
+                  rng: random.Random | None = None) -> float:
+    """Full-jitter exponential backoff; a server's Retry-After is honoured as the minimum."""
+    rng = rng or random
+    delay = rng.uniform(0, min(cap, base * (2 ** attempt)))
+    if retry_after is not None:
+        delay = max(delay, retry_after)
+    return delay
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

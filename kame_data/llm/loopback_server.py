@@ -1,0 +1,161 @@
+"""A small OpenAI-compatible chat server on loopback, with injectable latency and faults.
+
+It answers `POST /v1/chat/completions` with a short deterministic reply built from the prompt,
+so recipes, benchmarks and tests can exercise the real HTTP path of the `openai` backend
+offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies) are drawn
+from a seeded generator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Faults:
+    error_500: float = 0.0
+    rate_429: float = 0.0
+    hang: float = 0.0
+    garbage: float = 0.0
+    retry_after: float = 0.2
+    hang_seconds: float = 5.0
+
+
+def reply_for(messages: list[dict]) -> str:
+    """A plausible short spoken reply: echoes the hint when there is one, else the last words."""
+    text = messages[-1].get("content", "") if messages else ""
+    m = re.search(r"Hint: (.+)", text)
+    base = m.group(1) if m else text.split("\n")[-3] if text.count("\n") >= 2 else text
+    words = re.sub(r"[^A-Za-z' ]", " ", base).split()[:18]
+    return "I think " + " ".join(words or ["that", "is", "a", "good", "question"]) + "."
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "LoopbackServer._Server"
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes: avoid the 40 ms delayed-ACK stall
+
+    def log_message(self, *args) -> None:  # keep test and benchmark output clean
+        pass
+
+    def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        owner._record(raw)
+        if not self.path.endswith("/chat/completions"):
+            self._send(404, b'{"error": {"message": "not found"}}')
+            return
+        time.sleep(owner.latency)
+        f, roll = owner.faults, owner._roll()
+        edges = [f.error_500, f.rate_429, f.hang, f.garbage]
+        if roll < edges[0]:
+            self._send(500, b'{"error": {"message": "injected server error"}}')
+            return
+        roll -= edges[0]
+        if roll < edges[1]:
+            self._send(429, b'{"error": {"message": "injected rate limit"}}', {"Retry-After": str(f.retry_after)})
+            return
+        roll -= edges[1]
+        if roll < edges[2]:
+            time.sleep(f.hang_seconds)
+            self._send(500, b'{"error": {"message": "hung"}}')
+            return
+        roll -= edges[2]
+        if roll < edges[3]:
+            self._send(200, random.Random(raw).choice([b"", b"{not json", b'{"choices": []}',
+                                                       b'{"id": "x", "object": "chat.completion", "created": 0, '
+                                                       b'"model": "m", "choices": [{"index": 0, "finish_reason": '
+                                                       b'"stop", "message": {"role": "assistant", "content": ""}}]}']))
+            return
+        body = json.loads(raw)
+        text = reply_for(body.get("messages", []))
+        prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
+        out = {
+            "id": "chatcmpl-" + hashlib.sha1(raw).hexdigest()[:12], "object": "chat.completion", "created": 0,
+            "model": body.get("model", "loopback"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                      "total_tokens": prompt_tokens + len(text.split())},
+        }
+        self._send(200, json.dumps(out).encode())
+
+
+class LoopbackServer:
+    """`with LoopbackServer(latency=0.1) as srv: srv.base_url` — serves in background threads."""
+
+    class _Server(ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 512
+        owner: "LoopbackServer"
+
+    def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0):
+        self.latency = latency
+        self.faults = faults or Faults()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.bodies: set[str] = set()
+        self._httpd = self._Server(("127.0.0.1", port), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def _roll(self) -> float:
+        with self._lock:
+            return self._rng.random()
+
+    def _record(self, raw: bytes) -> None:
+        with self._lock:
+            self.calls += 1
+            self.bodies.add(hashlib.sha256(raw).hexdigest())
+
+    def start(self) -> "LoopbackServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> "LoopbackServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve(port: int, latency: float, error_500: float = 0.0, rate_429: float = 0.0, hang: float = 0.0,
+          garbage: float = 0.0, seed: int = 0, ready=None, counters=None, stop=None) -> None:
+    """Run a server in this process until `stop` (a multiprocessing Event) is set.
+
+    Used by benchmarks to keep the server's CPU work off the client's interpreter."""
+    srv = LoopbackServer(latency, Faults(error_500, rate_429, hang, garbage), seed, port).start()
+    if ready is not None:
+        ready.put(srv._httpd.server_address[1])
+    try:
+        while stop is None or not stop.wait(0.05):
+            if counters is not None:
+                counters[0], counters[1] = srv.calls, len(srv.bodies)
+        if counters is not None:
+            counters[0], counters[1] = srv.calls, len(srv.bodies)
+    finally:
+        srv.stop()

@@ -1,0 +1,32 @@
+"""Offline vLLM: every prompt of a batch in one `LLM.chat` call (GPU; optional extra `vllm`).
+
+vLLM pins a torch that conflicts with moshi's, so it lives in its own environment."""
+
+from __future__ import annotations
+
+from kame_data.llm.base import ChatRequest, ChatResult
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, model: str, max_model_len: int | None = 4096, gpu_memory_utilization: float = 0.85,
+                 dtype: str = "auto"):
+        try:
+            from vllm import LLM
+        except ImportError as e:
+            raise RuntimeError("the vllm backend needs `pip install 'kame-data[vllm]'` (a GPU environment "
+                               "of its own: vLLM's torch pin conflicts with moshi's)") from e
+        self.model = model
+        self.llm = LLM(model=model, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+                       dtype=dtype)
+
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        from vllm import SamplingParams
+
+        if not requests:
+            return []
+        params = [SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed) for r in requests]
+        outs = self.llm.chat([r.as_openai_messages() for r in requests], sampling_params=params, use_tqdm=False)
+        return [ChatResult(text=o.outputs[0].text, prompt_tokens=len(o.prompt_token_ids or []),
+                           completion_tokens=len(o.outputs[0].token_ids)) for o in outs]

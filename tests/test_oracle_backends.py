@@ -1,0 +1,132 @@
+"""The oracle stage through the openai backend against a real local HTTP server (with faults),
+the request cache, budgets and failure handling."""
+
+import pytest
+
+from kame_data.llm.base import ChatRequest
+from kame_data.llm.cache import CachedBackend, RequestCache
+from kame_data.llm.accounting import BudgetExceeded, Meter, Prices
+from kame_data.llm.limits import BackendUnavailable, backoff_delay
+from kame_data.llm.loopback_server import Faults, LoopbackServer
+from kame_data.llm.openai_backend import OpenAIBackend
+from kame_data.oracle.ladder import ladder
+from kame_data.oracle.stage import BackendConfig, OracleConfig, OracleStage
+from kame_data.records import Reject, Sample
+from kame_data.speech.mix import CHANNEL
+from kame_data.oracle.synthetic import synthetic_dialogue
+
+
+def _stage(server, cache=None, **backend):
+    cfg = OracleConfig(backend=BackendConfig(kind="openai", model="loopback", base_url=server.base_url,
+                                             concurrency=32, **backend))
+    st = OracleStage(cfg, cache=cache)
+    st.open()
+    return st
+
+
+def test_cache_sends_each_distinct_request_once(tmp_path):
+    dialogues = [synthetic_dialogue(i) for i in range(6)] + [synthetic_dialogue(0)]  # one duplicate dialogue
+    with LoopbackServer() as srv:
+        cache = RequestCache(tmp_path / "c.sqlite")
+        st = _stage(srv, cache)
+        out = st.process(dialogues)
+        assert all(isinstance(o, Sample) for o in out)
+        assert srv.calls == len(srv.bodies) == st.backend.calls  # calls made = distinct requests
+        first = srv.calls
+        # a second stage over the same cache (a rerun): no call at all
+        st2 = _stage(srv, RequestCache(tmp_path / "c.sqlite"))
+        out2 = st2.process(dialogues)
+        assert srv.calls == first and st2.backend.calls == 0
+        assert [o.oracle for o in out2] == [o.oracle for o in out]
+
+
+def test_level5_and_trigger_options():
+    r = synthetic_dialogue(3)
+    every = ladder(r.words, 0.5, CHANNEL["A"], CHANNEL)
+    fresh = ladder(r.words, 0.5, CHANNEL["A"], CHANNEL, only_new_words=True)
+    assert len(fresh) <= len(every)
+    counts = [s.total_word_count for s in fresh]
+    assert counts == sorted(set(counts))
+    with LoopbackServer() as srv:
+        st = OracleStage(OracleConfig(level5="call", backend=BackendConfig(kind="openai", model="m",
+                                                                           base_url=srv.base_url)))
+        st.open()
+        st.process([r])
+        # every step is asked, level 5 included; steps with the same words ask the same thing once
+        assert srv.calls == len({(s.conversation_context, s.level, s.true_reply) for s in every})
+        assert any(s.level == 5 for s in every)
+
+
+def test_fault_injection_every_dialogue_complete_or_rejected():
+    dialogues = [synthetic_dialogue(i, seed=5) for i in range(24)]
+    faults = Faults(error_500=0.20, rate_429=0.05, hang=0.05, garbage=0.02, retry_after=0.05, hang_seconds=2.0)
+    with LoopbackServer(latency=0.01, faults=faults, seed=11) as srv:
+        st = _stage(srv, timeout=0.5, max_retries=6, backoff_base=0.02)
+        out = st.process(dialogues)
+    by_id = {}
+    for o in out:
+        by_id.setdefault(o.id.split("@")[0], []).append(o)
+    assert set(by_id) == {d.id for d in dialogues}
+    for d in dialogues:
+        results = by_id[d.id]
+        samples = [o for o in results if isinstance(o, Sample)]
+        rejects = [o for o in results if isinstance(o, Reject)]
+        assert all(r.reason in {"llm_failed", "empty_prediction"} and r.detail for r in rejects)
+        if samples:
+            expected = [s.timestamp_ms for s in ladder(d.words, 0.5, CHANNEL["A"], CHANNEL)]
+            dropped = {int(r.id.split("@")[1]) for r in rejects if r.reason == "empty_prediction"}
+            assert [e.timestamp_ms for e in samples[0].oracle] == [t for t in expected if t not in dropped]
+            assert all(len(e.prediction.split()) >= 3 for e in samples[0].oracle)
+        else:
+            assert any(r.reason == "llm_failed" for r in rejects)
+    assert st.backend.inner.failures > 0  # faults really happened and were retried
+
+
+def test_retry_after_is_honoured():
+    assert backoff_delay(0, 0.01, 1.0, retry_after=0.7) >= 0.7
+    assert backoff_delay(10, 0.01, 1.0) <= 1.0
+
+
+def test_abort_after_consecutive_failures():
+    with LoopbackServer(faults=Faults(error_500=1.0)) as srv:
+        backend = OpenAIBackend("m", base_url=srv.base_url, max_retries=2, backoff_base=0.0,
+                                max_consecutive_failures=5, concurrency=1)
+        with pytest.raises(BackendUnavailable, match="5 consecutive failed requests"):
+            backend.complete([ChatRequest((("user", f"q{i}"),)) for i in range(10)])
+
+
+def test_budget_stops_spending():
+    with LoopbackServer() as srv:
+        meter = Meter(Prices(prompt_per_million=1e6, completion_per_million=0), budget_usd=50)
+        backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=1, meter=meter)
+        with pytest.raises(BudgetExceeded, match="budget"):
+            backend.complete([ChatRequest((("user", "x" * 40 + str(i)),)) for i in range(20)])
+        assert 0 < srv.calls < 20 and meter.cost_usd >= 50
+
+
+def test_rate_limit_spaces_requests():
+    import time
+
+    with LoopbackServer() as srv:
+        backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=8, rpm=600)  # 10 per second
+        t = time.perf_counter()
+        backend.complete([ChatRequest((("user", f"q{i}"),)) for i in range(25)])
+        elapsed = time.perf_counter() - t
+        assert srv.calls == 25
+    assert 1.4 <= elapsed < 6  # a 10-request burst, then 10 per second
+
+
+def test_missing_api_key_is_a_clear_error(monkeypatch):
+    from kame_data.llm.openai_backend import BackendConfigError
+
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(BackendConfigError, match="MY_KEY"):
+        OpenAIBackend("gpt-4.1-nano", api_key_env="MY_KEY")
+
+
+def test_cached_backend_dedupes_within_a_batch(tmp_path):
+    with LoopbackServer() as srv:
+        b = CachedBackend(OpenAIBackend("m", base_url=srv.base_url), RequestCache(tmp_path / "x.sqlite"))
+        reqs = [ChatRequest((("user", "same"),))] * 5 + [ChatRequest((("user", "other"),))]
+        res = b.complete(reqs)
+        assert srv.calls == 2 and len({r.text for r in res[:5]}) == 1
