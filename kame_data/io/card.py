@@ -1,18 +1,34 @@
-"""The dataset card (README.md) with the YAML header the Hugging Face hub and `load_dataset` read."""
+"""The dataset card (README.md): the YAML header the Hugging Face hub and `load_dataset` read,
+then what a reader needs to trust the data: sources and licenses, how it was made, statistics,
+plots, limitations and citation. Every number comes from the manifest (or the shards it lists),
+so the card can never disagree with the data."""
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kame_data.io.atomic import atomic_path, write_text
 from kame_data.io.dataset import features
+
+log = logging.getLogger("kame_data.io.card")
 
 SOURCE_NAMES = {
     "mmlu_pro": "MMLU-Pro (TIGER-Lab/MMLU-Pro)",
     "gsm8k": "GSM8K (openai/gsm8k)",
     "hssbench": "HSSBench (dozo/HSSBench)",
 }
+SOURCE_CITATIONS = {
+    "mmlu_pro": "Wang et al., *MMLU-Pro: A More Robust and Challenging Multi-Task Language Understanding Benchmark*, 2024.",
+    "gsm8k": "Cobbe et al., *Training Verifiers to Solve Math Word Problems*, 2021.",
+    "hssbench": "HSSBench (dozo/HSSBench on the Hugging Face hub): cite its authors' paper.",
+}
+UNKNOWN = "unknown"
+ASSETS = "assets"
 
 
 def _size_category(n: int) -> str:
@@ -22,73 +38,270 @@ def _size_category(n: int) -> str:
     return "n>1M"
 
 
-def render_card(manifest: dict[str, Any]) -> str:
-    sources = sorted(manifest["per_source"])
-    source_licenses = {s: manifest.get("licenses", {}).get(s, "unknown") for s in sources}
-    licenses = sorted({"other" if v == "unknown" else v for v in source_licenses.values()})
-    splits = sorted({s["split"] for s in manifest["shards"]})
-    header = {
-        "license": licenses[0] if len(licenses) == 1 else "other",
+def _cell(value: Any) -> str:
+    """A markdown table cell: pipes and newlines from data must not break the table."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(obj, dict):
+        out: list[tuple[str, Any]] = []
+        for k, v in obj.items():
+            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [(prefix, ", ".join(map(str, obj)))]
+    return [(prefix, obj)]
+
+
+def split_summary(manifest: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Rows, shards and bytes per split, in the order the shards list them."""
+    out: dict[str, dict[str, int]] = {}
+    for s in manifest["shards"]:
+        d = out.setdefault(s["split"], {"rows": 0, "shards": 0, "bytes": 0})
+        d["rows"] += s["rows"]
+        d["shards"] += 1
+        d["bytes"] += int(s.get("bytes", 0))
+    return out
+
+
+def source_licenses(manifest: dict[str, Any]) -> dict[str, str]:
+    return {s: manifest.get("licenses", {}).get(s) or UNKNOWN for s in sorted(manifest["per_source"])}
+
+
+def card_header(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The YAML metadata block: what the hub indexes and what `load_dataset(folder)` reads."""
+    licenses = sorted(set(source_licenses(manifest).values()))
+    splits = split_summary(manifest)
+    size = sum(d["bytes"] for d in splits.values())
+    header: dict[str, Any] = {
+        "pretty_name": f"{manifest['recipe_name']} (kame-data)",
+        "license": licenses[0] if len(licenses) == 1 else licenses,
         "language": ["en"],
         "task_categories": ["audio-to-audio", "text-generation"],
         "tags": ["speech", "spoken-dialogue", "kame", "moshi", "oracle", "synthetic"],
         "size_categories": [_size_category(manifest["counts"]["samples"])],
+        "source_datasets": sorted({f"extended|{spec['hub']}" for spec in manifest["recipe"].get("sources", [])
+                                   if spec.get("hub") and spec.get("kind") in manifest["per_source"]}),
         "configs": [{"config_name": "default",
                      "data_files": [{"split": sp, "path": f"data/{sp}-*.parquet"} for sp in splits]}],
         "dataset_info": {
             "features": features()._to_yaml_list(),
-            "splits": [{"name": sp, "num_examples": sum(s["rows"] for s in manifest["shards"] if s["split"] == sp)}
-                       for sp in splits],
+            "splits": [{"name": sp, "num_bytes": d["bytes"], "num_examples": d["rows"]} for sp, d in splits.items()],
+            "download_size": size,
+            "dataset_size": size,
         },
     }
+    if not header["source_datasets"]:
+        del header["source_datasets"]
+    return header
+
+
+def collect_stats(out_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Per-source and per-split figures read from the shards (small columns only, no audio)."""
+    import pyarrow.parquet as pq
+
+    per_source: dict[str, dict[str, Any]] = defaultdict(lambda: {"dialogues": 0, "seconds": 0.0, "items": set()})
+    per_split: dict[str, dict[str, Any]] = defaultdict(lambda: {"dialogues": 0, "seconds": 0.0, "items": set()})
+    durations: dict[str, list[float]] = defaultdict(list)
+    for shard in manifest["shards"]:
+        table = pq.read_table(Path(out_dir) / shard["path"], columns=["item_id", "source", "duration"])
+        for item, source, dur in zip(*(table.column(c).to_pylist() for c in ("item_id", "source", "duration"))):
+            for d in (per_source[source], per_split[shard["split"]]):
+                d["dialogues"] += 1
+                d["seconds"] += dur
+                d["items"].add(item)
+            durations[source].append(dur)
+
+    def finish(d: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        return {k: {"dialogues": v["dialogues"], "items": len(v["items"]), "hours": round(v["seconds"] / 3600, 4)}
+                for k, v in d.items()}
+
+    return {"per_source": finish(per_source), "per_split": finish(per_split),
+            "durations": {k: sorted(v) for k, v in sorted(durations.items())}}
+
+
+def make_plots(out_dir: Path, manifest: dict[str, Any], stats: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """PNG figures under OUT/assets/; returns (caption, relative path) pairs for the card."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    plots: list[tuple[str, str]] = []
+
+    def save(fig, name: str, caption: str) -> None:
+        rel = f"{ASSETS}/{name}"
+        with atomic_path(Path(out_dir) / rel) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+        plots.append((caption, rel))
+
+    levels = manifest.get("levels") or {}
+    if levels:
+        fig = Figure(figsize=(5, 3))
+        ax = fig.subplots()
+        keys = sorted(levels, key=int)
+        ax.bar([f"L{k}" for k in keys], [levels[k] for k in keys], color="#4c72b0")
+        ax.set_xlabel("hint level")
+        ax.set_ylabel("oracle events")
+        ax.set_title("Oracle events per hint level")
+        save(fig, "levels.png", "Oracle events per hint level")
+    if stats and stats.get("durations"):
+        fig = Figure(figsize=(5, 3))
+        ax = fig.subplots()
+        names = list(stats["durations"])
+        ax.hist([stats["durations"][n] for n in names], bins=20, stacked=True, label=names)
+        ax.set_xlabel("dialogue duration (s)")
+        ax.set_ylabel("dialogues")
+        ax.set_title("Dialogue durations per source")
+        ax.legend(fontsize="small")
+        save(fig, "durations.png", "Dialogue durations per source")
+    return plots
+
+
+def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
+                plots: list[tuple[str, str]] | None = None) -> str:
+    """The README.md text; `stats` (from `collect_stats`) and `plots` add per-source hours and figures."""
+    sources = sorted(manifest["per_source"])
+    licenses = source_licenses(manifest)
+    splits = split_summary(manifest)
     recipe = manifest["recipe"]
     speak = recipe.get("speak", {})
     oracle = recipe.get("oracle", {})
+    llm = manifest.get("llm") or {}
+    per_source_stats = (stats or {}).get("per_source", {})
+    per_split_stats = (stats or {}).get("per_split", {})
     lines = [
-        "---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "",
+        "---", yaml.safe_dump(card_header(manifest), sort_keys=False).rstrip(), "---", "",
         f"# {manifest['recipe_name']}: spoken dialogues with simulated oracle streams", "",
         "Training data for KAME-style tandem speech-to-speech models, made by kame-data. Each row is a "
         "two-speaker dialogue rendered to 24 kHz stereo (assistant = speaker A = left channel, user = "
-        "speaker B = right channel), its word-level timings, and an oracle ladder: at every 0.5 s step "
-        "while the user speaks, what a simulator LLM predicts the assistant will say, given a hint whose "
-        "strength (level 0-5) grows with how much of the user's turn has been heard.", "",
-        "## Sources", "",
+        "speaker B = right channel), its word-level timings, and an oracle ladder: at every "
+        f"{oracle.get('interval', 0.5)} s step while the user speaks, what a simulator LLM predicts the assistant "
+        "will say, given a hint whose strength (level 0-5) grows with how much of the user's turn has been heard.",
+        "",
     ]
+    if recipe.get("description"):
+        lines += [f"Recipe description: {recipe['description']}", ""]
+    lines += ["## Sources", "", "| source | dataset | dialogues | items | license |", "|---|---|---|---|---|"]
     for s in sources:
-        lic = source_licenses[s]
-        note = "NO LICENSE STATED" if lic == "unknown" else f"license: {lic}"
-        lines.append(f"- **{s}**: {SOURCE_NAMES.get(s, s)}, {manifest['per_source'][s]} dialogues, {note}.")
-    unlicensed = [s for s in sources if source_licenses[s] == "unknown"]
+        lic = licenses[s]
+        items = per_source_stats.get(s, {}).get("items", "")
+        shown = "**none stated**" if lic == UNKNOWN else lic
+        lines.append(f"| {_cell(s)} | {_cell(_origin(recipe, s))} | {manifest['per_source'][s]} | {items} | {_cell(shown)} |")
+    unlicensed = [s for s in sources if licenses[s] == UNKNOWN]
     if unlicensed:
         lines += ["", f"> **Warning:** {', '.join(unlicensed)} has no stated license; rows derived from it must not "
                       "be redistributed without the authors' permission."]
-    levels = manifest.get("levels", {})
     lines += [
         "", "## How it was generated", "",
-        f"- Recipe `{manifest['recipe_name']}` (config hash `{manifest['config_hash']}`), seed {recipe.get('seed', 0)}.",
-        f"- Voices: assistant {speak.get('assistant', {'engine': 'piper', 'voice': 'joe'})}, "
-        f"user {speak.get('user', {'engine': 'espeak', 'voice': 'en-us+f3'})}.",
-        f"- Oracle simulator: {manifest.get('llm', {}).get('backend', '?')} / {manifest.get('llm', {}).get('model', '?')}, "
-        f"interval {oracle.get('interval', 0.5)} s, target {oracle.get('target', 'assistant')}.",
-        f"- kame-data {manifest['versions'].get('kame-data', '?')}.",
+        f"- Recipe `{manifest['recipe_name']}` (config hash `{manifest['config_hash']}`), seed {recipe.get('seed', 0)}"
+        + (f", kame-data commit `{manifest['git_commit']}`" if manifest.get("git_commit") else "") + ".",
+        f"- Script: {recipe.get('script', {}).get('style', 'template')} style, "
+        f"{recipe.get('script', {}).get('variants', 1)} spoken variant(s) per item.",
+        f"- Voices: assistant (A) {_voice(speak.get('assistant'), 'piper', 'joe')}; "
+        f"user (B) {_voice(speak.get('user'), 'espeak', 'en-us+f3')}.",
+        f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}, interval "
+        f"{oracle.get('interval', 0.5)} s, target {oracle.get('target', 'assistant')}"
+        + (f", {llm['calls']} calls and {llm.get('cache_hits', 0)} cache hits" if llm.get("calls") is not None else "")
+        + ".",
+        f"- Splits assigned by a hash of the item id and the seed, so all variants of an item share a split: "
+        + ", ".join(f"{sp} {frac:g}" for sp, frac in (recipe.get("publish", {}).get("splits") or
+                                                       {recipe.get("publish", {}).get("split", "train"): 1}).items())
+        + ".",
+        f"- Software: kame-data {manifest['versions'].get('kame-data', '?')}, "
+        + ", ".join(f"{k} {v}" for k, v in manifest["versions"].items() if k != "kame-data") + ".",
+    ]
+    if manifest.get("stopped"):
+        lines.append(f"- The run stopped early ({_cell(manifest['stopped'])}); the data is what was finished.")
+    lines += [
         "", "## Statistics", "",
         "| what | value |", "|---|---|",
         f"| dialogues | {manifest['counts']['samples']} |",
         f"| audio hours | {manifest['audio_hours']} |",
         f"| oracle events | {manifest['oracle_events']} |",
     ]
-    for level, n in levels.items():
+    for s in sources:
+        hours = per_source_stats.get(s, {}).get("hours")
+        lines.append(f"| dialogues from {_cell(s)} | {manifest['per_source'][s]}"
+                     + (f" ({hours} h)" if hours is not None else "") + " |")
+    for level, n in (manifest.get("levels") or {}).items():
         lines.append(f"| events at level {level} | {n} |")
     for reason, n in manifest["rejects"].items():
-        lines.append(f"| rejected: {reason} | {n} |")
+        lines.append(f"| rejected: {_cell(reason)} | {n} |")
+    lines += ["", "| split | dialogues | items | shards | bytes |", "|---|---|---|---|---|"]
+    for sp, d in splits.items():
+        lines.append(f"| {sp} | {d['rows']} | {per_split_stats.get(sp, {}).get('items', '')} | {d['shards']} | {d['bytes']} |")
+    quality = manifest.get("quality")
+    if isinstance(quality, dict) and quality:
+        lines += ["", "### Quality", "", "| measure | value |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in _flatten(quality)]
+    timings = manifest.get("timings") or {}
+    if timings:
+        lines += ["", "### Run time (seconds)", "", "| stage | seconds |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {v} |" for k, v in timings.items()]
+    for caption, rel in plots or []:
+        lines += ["", f"![{caption}]({rel})"]
     lines += [
-        "", "## Loading", "", "```python", "from datasets import load_dataset",
-        "ds = load_dataset(\"parquet\", data_dir=\"data\")  # or load_dataset(\"<this folder or repo>\")", "```", "",
+        "", "## Loading", "", "```python", "from datasets import load_dataset, Audio",
+        "ds = load_dataset(\"<this folder or repo id>\")          # every split",
+        "ds = load_dataset(\"<this folder or repo id>\", split=\"train\", streaming=True)",
+        "raw = ds.cast_column(\"audio\", Audio(decode=False))  # WAV bytes without torch",
+        "```", "",
+        "Exports for the trainers: `kame-data export kame-finetune OUT DEST` (audio/, text/, oracle_raw/) and "
+        "`kame-data export moshi-finetune OUT DEST` (stereo WAVs with word alignments and a JSONL index).", "",
         "## Limitations", "",
         "- Speech is synthetic (TTS); voices, prosody and turn-taking are simpler than real conversation.",
-        "- Oracle predictions come from a small simulator model and can be wrong or off-topic, especially at low levels.",
-        "- Benchmark questions are read aloud; some lose meaning without their written form.", "",
+        "- Oracle predictions come from a simulator model and can be wrong or off-topic, especially at low levels.",
+        "- Benchmark questions are read aloud; some lose meaning without their written form "
+        "(items that need an image are rejected, but not every such item is caught).",
+        "- Word timings come from the TTS engines, not from a human annotation.",
+        "- Licenses are those of the sources; check each before redistributing.", "",
         "## Citation", "",
-        "If you use this data, cite the KAME paper and the source benchmarks listed above.", "",
+        "If you use this data, cite the KAME paper (Sakana AI, *KAME: Tandem Architecture for Enhancing "
+        "Knowledge in Real-Time Speech-to-Speech Conversational AI*) and the sources it was built from:", "",
+    ]
+    lines += [f"- {SOURCE_CITATIONS[s]}" for s in sources if s in SOURCE_CITATIONS]
+    lines += [
+        "", "```bibtex",
+        f"@misc{{kame_data_{_bib_key(manifest['recipe_name'])},",
+        f"  title = {{{manifest['recipe_name']}: spoken dialogues with simulated oracle streams}},",
+        f"  note = {{Generated with kame-data {manifest['versions'].get('kame-data', '')}, "
+        f"config hash {manifest['config_hash']}}}",
+        "}", "```", "",
     ]
     return "\n".join(lines)
+
+
+def _origin(recipe: dict[str, Any], kind: str) -> str:
+    """Where a source's rows came from: a hub dataset, or a local file in that source's format."""
+    where = []
+    for spec in recipe.get("sources", []):
+        if spec.get("kind") == kind:
+            where.append(f"`{spec['hub']}` (hub)" if spec.get("hub") else f"local file `{Path(spec.get('path', '?')).name}`")
+    name = SOURCE_NAMES.get(kind, kind)
+    return f"{name}: " + ", ".join(where) if where else name
+
+
+def _voice(cfg: dict[str, Any] | None, engine: str, voice: str) -> str:
+    cfg = cfg or {"engine": engine, "voice": voice}
+    extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
+    return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")
+
+
+def _bib_key(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+def write_card(out_dir: str | Path, manifest: dict[str, Any]) -> Path:
+    """Write OUT/assets/*.png and OUT/README.md; statistics read from the shards where they exist."""
+    out_dir = Path(out_dir)
+    try:
+        stats = collect_stats(out_dir, manifest)
+    except (OSError, ValueError) as e:  # shards unreadable: card from the manifest alone
+        log.warning("card statistics from the manifest only: %s", e)
+        stats = None
+    plots = make_plots(out_dir, manifest, stats)
+    path = out_dir / "README.md"
+    write_text(path, render_card(manifest, stats, plots))
+    return path

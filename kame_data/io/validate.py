@@ -1,26 +1,38 @@
-"""`kame-data validate`: schema checks plus cross-checks between rows, audio and manifest.
+"""`kame-data validate`: schema checks plus cross-checks between rows, audio, manifest and card.
 
 The first violation is reported with its shard, row id and field, so it can be found and fixed.
+Checks run from the most basic (is the file there, is it Parquet) to the most specific (does an
+oracle event's level follow its ratio), so a damaged file is named as damaged rather than as a
+cascade of row errors; the shard checksum is checked last for the same reason.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow.parquet as pq
+import yaml
 
 from kame_data.io.audio import decode
-from kame_data.io.dataset import SAMPLE_RATE, row_metadata
+from kame_data.io.dataset import SAMPLE_RATE, arrow_schema, row_metadata
+from kame_data.io.shards import PublishConfigError, sha256_file, split_fractions, split_of
 from kame_data.oracle.ladder import hint_level
 from kame_data.schema import SchemaError, validate
 
+log = logging.getLogger("kame_data.io.validate")
+
 TOLERANCE = 0.011  # seconds; timings are rounded to 0.1 ms, durations to frames
+BATCH_ROWS = 16  # rows decoded at a time: validation streams, whatever the shard size
 
 
 class DatasetInvalid(ValueError):
+    """The first violation found, located by shard, row id and field."""
+
     def __init__(self, shard: str, row: str, field: str, message: str):
         self.shard, self.row, self.field, self.message = shard, row, field, message
         where = ", ".join(x for x in (f"shard {shard}" if shard else "", f"row {row}" if row else "",
@@ -33,28 +45,41 @@ class Report:
     shards: int
     rows: int
     events: int
+    splits: dict[str, int] | None = None
 
 
-def _check_row(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _check_audio(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    audio = row.get("audio") or {}
+    if not audio.get("bytes"):
+        yield "audio", "no audio bytes"
+        return
+    try:
+        pcm, sr = decode(audio["bytes"])
+    except Exception as e:  # soundfile raises several types for undecodable bytes
+        yield "audio", f"audio does not decode: {e}"
+        return
+    if sr != SAMPLE_RATE or sr != row["sample_rate"]:
+        yield "audio", f"sample rate {sr} Hz, declared {row['sample_rate']} Hz, expected {SAMPLE_RATE}"
+    if pcm.shape[1] != 2:
+        yield "audio", f"{pcm.shape[1]} channel(s), expected 2 (A left, B right)"
+    duration = len(pcm) / sr
+    if abs(duration - row["duration"]) > TOLERANCE:
+        yield "duration", f"{row['duration']} s but the audio lasts {duration:.3f} s"
+
+
+def _check_row(row: dict[str, Any], check_audio: bool = True) -> Iterator[tuple[str, str]]:
     """(field, message) for each problem in one row, most basic first."""
     try:
         validate("sample", row_metadata(row))
     except SchemaError as e:
         yield e.path, e.message
         return
-    audio = row.get("audio") or {}
-    try:
-        pcm, sr = decode(audio["bytes"])
-    except Exception as e:  # soundfile raises several types for undecodable bytes
-        yield "audio", f"audio does not decode: {e}"
-        return
-    if sr != SAMPLE_RATE:
-        yield "audio", f"sample rate {sr} Hz, expected {SAMPLE_RATE}"
-    if pcm.shape[1] != 2:
-        yield "audio", f"{pcm.shape[1]} channel(s), expected 2 (A left, B right)"
-    duration = len(pcm) / sr
-    if abs(duration - row["duration"]) > TOLERANCE:
-        yield "duration", f"{row['duration']} s but the audio lasts {duration:.3f} s"
+    if check_audio:
+        problems = list(_check_audio(row))
+        yield from problems
+        if problems:
+            return
+    duration = row["duration"]
     words = row["words"]
     for i, w in enumerate(words):
         if w["end"] < w["start"]:
@@ -66,53 +91,163 @@ def _check_row(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
     speakers = {w["speaker"] for w in words}
     if speakers != {"A", "B"}:
         yield "words", f"words of both speakers expected, found {sorted(speakers)}"
+    for i, t in enumerate(row["turns"]):
+        if t["end"] < t["start"]:
+            yield f"turns[{i}].end", f"ends ({t['end']}) before it starts ({t['start']})"
+        if t["end"] > duration + TOLERANCE:
+            yield f"turns[{i}].end", f"{t['end']} s is past the end of the audio ({duration:.3f} s)"
     for i, e in enumerate(row["oracle"]):
         if e["timestamp_ms"] > duration * 1000 + TOLERANCE * 1000:
-            yield f"oracle[{i}].timestamp_ms", f"{e['timestamp_ms']} ms is past the end of the audio"
+            yield f"oracle[{i}].timestamp_ms", f"{e['timestamp_ms']} ms is past the end of the audio ({duration:.3f} s)"
         if i and e["timestamp_ms"] <= row["oracle"][i - 1]["timestamp_ms"]:
             yield f"oracle[{i}].timestamp_ms", "events are not in time order"
+        if e["total_word_count"] > len(words):
+            yield f"oracle[{i}].total_word_count", f"{e['total_word_count']} words, the dialogue has {len(words)}"
+        if e["recent_words"] and e["trigger_word"] != e["recent_words"][-1]:
+            yield f"oracle[{i}].trigger_word", "is not the last of recent_words"
         if e["level"] != hint_level(e["current_spoken_ratio"]):
             yield f"oracle[{i}].level", f"level {e['level']} does not follow ratio {e['current_spoken_ratio']}"
         if bool(e["hint"]) != (e["current_spoken_ratio"] > 0.5):
             yield f"oracle[{i}].hint", "hint must be present exactly when the spoken ratio is above 0.5"
 
 
-def validate_dataset(out_dir: str | Path) -> Report:
-    """Raise DatasetInvalid at the first problem; return counts when everything holds."""
-    out = Path(out_dir)
+def _load_manifest(out: Path) -> dict[str, Any]:
     mpath = out / "manifest.json"
     if not mpath.is_file():
         raise DatasetInvalid("", "", "manifest.json", f"{mpath} is missing: is this a kame-data output folder?")
     try:
         manifest = json.loads(mpath.read_text("utf-8"))
+    except json.JSONDecodeError as e:
+        raise DatasetInvalid("", "", "manifest.json", f"not valid JSON: {e}") from e
+    try:
         validate("manifest", manifest)
-    except (json.JSONDecodeError, SchemaError) as e:
-        raise DatasetInvalid("", "", "manifest.json", str(e)) from e
+    except SchemaError as e:
+        raise DatasetInvalid("", "", f"manifest.json:{e.path}", e.message) from e
+    return manifest
+
+
+def _check_columns(shard: str, pf: pq.ParquetFile) -> None:
+    """The shard's columns and Hugging Face features are the published layout's."""
+    want = arrow_schema()
+    got = pf.schema_arrow
+    for f in want:
+        if f.name not in got.names:
+            raise DatasetInvalid(shard, "", f.name, "column is missing")
+        if not got.field(f.name).type.equals(f.type):
+            raise DatasetInvalid(shard, "", f.name, f"column type {got.field(f.name).type}, expected {f.type}")
+    for name in got.names:
+        if name not in want.names:
+            raise DatasetInvalid(shard, "", name, "unexpected column")
+    meta = got.metadata or {}
+    try:
+        feats = json.loads(meta[b"huggingface"])["info"]["features"]
+    except (KeyError, ValueError, TypeError):
+        raise DatasetInvalid(shard, "", "huggingface", "no Hugging Face features in the Parquet schema metadata") from None
+    if feats.get("audio", {}).get("_type") != "Audio" or feats["audio"].get("sampling_rate") != SAMPLE_RATE:
+        raise DatasetInvalid(shard, "", "huggingface", f"audio feature is {feats.get('audio')}, expected Audio at {SAMPLE_RATE} Hz")
+
+
+def _check_card(out: Path, manifest: dict[str, Any], per_split: Counter) -> None:
+    """README.md's YAML header parses and points `load_dataset` at exactly the shards there are."""
+    path = out / "README.md"
+    if not path.is_file():
+        raise DatasetInvalid("", "", "README.md", "the dataset card is missing")
+    text = path.read_text("utf-8")
+    parts = text.split("---\n", 2)
+    if not text.startswith("---\n") or len(parts) < 3:
+        raise DatasetInvalid("", "", "README.md", "no YAML header between --- lines")
+    try:
+        header = yaml.safe_load(parts[1]) or {}
+    except yaml.YAMLError as e:
+        raise DatasetInvalid("", "", "README.md", f"YAML header does not parse: {e}") from e
+    configs = header.get("configs") or []
+    files = {d["split"]: d["path"] for c in configs for d in c.get("data_files", []) if isinstance(d, dict)}
+    if set(files) != set(per_split):
+        raise DatasetInvalid("", "", "README.md:configs", f"splits {sorted(files)}, the shards have {sorted(per_split)}")
+    info = {s["name"]: s.get("num_examples") for s in (header.get("dataset_info") or {}).get("splits", [])}
+    for split, n in per_split.items():
+        if info.get(split, n) != n:
+            raise DatasetInvalid("", "", "README.md:dataset_info.splits",
+                                 f"{split} has {info[split]} examples in the card, {n} in the shards")
+
+
+def validate_dataset(out_dir: str | Path, check_audio: bool = True) -> Report:
+    """Raise DatasetInvalid at the first problem; return counts when everything holds."""
+    out = Path(out_dir)
+    manifest = _load_manifest(out)
     listed = {s["path"] for s in manifest["shards"]}
     present = {f"data/{p.name}" for p in (out / "data").glob("*.parquet")}
     for extra in sorted(present - listed):
         raise DatasetInvalid(extra, "", "", "shard is not listed in manifest.json")
-    rows_total = events = 0
+    publish = manifest["recipe"].get("publish", {}) if isinstance(manifest["recipe"], dict) else {}
+    try:
+        fractions = split_fractions(publish) if publish.get("splits") else None
+    except PublishConfigError as e:
+        raise DatasetInvalid("", "", "manifest.json:recipe.publish", str(e)) from e
+    seed = manifest["recipe"].get("seed", 0)
+
     seen: set[str] = set()
+    item_split: dict[str, tuple[str, str]] = {}
+    per_split: Counter[str] = Counter()
+    per_source: Counter[str] = Counter()
+    levels: Counter[str] = Counter()
+    events = 0
     for shard in manifest["shards"]:
-        path = out / shard["path"]
+        name, split = shard["path"], shard["split"]
+        path = out / name
+        if not Path(name).name.startswith(f"{split}-"):
+            raise DatasetInvalid(name, "", "split", f"shard of split {split!r} is not named {split}-*.parquet")
         if not path.is_file():
-            raise DatasetInvalid(shard["path"], "", "", "shard listed in manifest.json is missing")
+            raise DatasetInvalid(name, "", "", "shard listed in manifest.json is missing")
         try:
-            table = pq.read_table(path)
+            pf = pq.ParquetFile(path)
         except Exception as e:  # pyarrow raises ArrowInvalid / OSError for damaged files
-            raise DatasetInvalid(shard["path"], "", "", f"not a readable Parquet file: {e}") from e
-        if table.num_rows != shard["rows"]:
-            raise DatasetInvalid(shard["path"], "", "", f"{table.num_rows} rows, manifest says {shard['rows']}")
-        for row in table.to_pylist():
-            rid = str(row.get("id"))
-            if rid in seen:
-                raise DatasetInvalid(shard["path"], rid, "id", "duplicate row id")
-            seen.add(rid)
-            for field, message in _check_row(row):
-                raise DatasetInvalid(shard["path"], rid, field, message)
-            events += len(row["oracle"])
-        rows_total += table.num_rows
+            raise DatasetInvalid(name, "", "", f"not a readable Parquet file (truncated or damaged): {e}") from e
+        _check_columns(name, pf)
+        if pf.metadata.num_rows != shard["rows"]:
+            raise DatasetInvalid(name, "", "rows", f"{pf.metadata.num_rows} rows, manifest says {shard['rows']}")
+        try:
+            batches = pf.iter_batches(batch_size=BATCH_ROWS)
+            for batch in batches:
+                for row in batch.to_pylist():
+                    rid = str(row.get("id"))
+                    if rid in seen:
+                        raise DatasetInvalid(name, rid, "id", "duplicate row id")
+                    seen.add(rid)
+                    for field, message in _check_row(row, check_audio):
+                        raise DatasetInvalid(name, rid, field, message)
+                    item = row["item_id"]
+                    first = item_split.setdefault(item, (split, rid))
+                    if first[0] != split:
+                        raise DatasetInvalid(name, rid, "item_id",
+                                             f"item {item} is in {split} and in {first[0]} (row {first[1]}): splits leak")
+                    if fractions and split_of(item, seed, fractions) != split:
+                        raise DatasetInvalid(name, rid, "item_id", f"item {item} hashes to split "
+                                             f"{split_of(item, seed, fractions)}, found in {split}")
+                    per_split[split] += 1
+                    per_source[row["source"]] += 1
+                    levels.update(str(e["level"]) for e in row["oracle"])
+                    events += len(row["oracle"])
+        except DatasetInvalid:
+            raise
+        except Exception as e:  # a damaged page surfaces only when read
+            raise DatasetInvalid(name, "", "", f"Parquet data does not read (truncated or damaged): {e}") from e
+        if shard.get("sha256") and sha256_file(path) != shard["sha256"]:
+            raise DatasetInvalid(name, "", "sha256", "file checksum differs from manifest.json (modified after the run?)")
+
+    rows_total = sum(per_split.values())
     if rows_total != manifest["counts"].get("samples", rows_total):
-        raise DatasetInvalid("", "", "manifest.json", f"{rows_total} rows in shards, manifest counts {manifest['counts']['samples']}")
-    return Report(shards=len(manifest["shards"]), rows=rows_total, events=events)
+        raise DatasetInvalid("", "", "manifest.json:counts.samples",
+                             f"{rows_total} rows in shards, manifest counts {manifest['counts']['samples']}")
+    if "per_source" in manifest and dict(per_source) != manifest["per_source"]:
+        raise DatasetInvalid("", "", "manifest.json:per_source", f"shards have {dict(sorted(per_source.items()))}, "
+                             f"manifest says {manifest['per_source']}")
+    if "oracle_events" in manifest and events != manifest["oracle_events"]:
+        raise DatasetInvalid("", "", "manifest.json:oracle_events", f"{events} events in shards, manifest says "
+                             f"{manifest['oracle_events']}")
+    if "levels" in manifest and dict(levels) != manifest["levels"]:
+        raise DatasetInvalid("", "", "manifest.json:levels", f"shards have {dict(sorted(levels.items()))}, "
+                             f"manifest says {manifest['levels']}")
+    _check_card(out, manifest, per_split)
+    log.info("valid: %s (%d rows, %d shards, %d events)", out, rows_total, len(manifest["shards"]), events)
+    return Report(shards=len(manifest["shards"]), rows=rows_total, events=events, splits=dict(per_split))

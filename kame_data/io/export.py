@@ -1,0 +1,208 @@
+"""Exports the trainers consume untouched.
+
+- kame_finetune (SakanaAI/kame_finetune): `audio/<id>.wav` (stereo, A left, B right),
+  `text/<id>.json` (a list of {"speaker","word","start","end"} in time order) and
+  `oracle_raw/<id>.json` (the reference oracle fields, in the reference order).
+- moshi-finetune (kyutai-labs/moshi-finetune): `data_stereo/<id>.wav` with a sibling `<id>.json`
+  holding {"alignments": [[word, [start, end], speaker], ...]} and `<split>.jsonl` indexes of
+  {"path", "duration"}.
+
+Row ids are data, not paths: every file name goes through `safe_stem`. Every file is written
+atomically, so an interrupted export leaves whole files only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow.parquet as pq
+import soundfile as sf
+
+from kame_data.io.atomic import write_bytes, write_json, write_jsonl, write_text
+from kame_data.records import ORACLE_REFERENCE_FIELDS
+
+log = logging.getLogger("kame_data.io.export")
+
+MAX_STEM = 100
+MOSHI_SPEAKERS = {"A": "SPEAKER_MAIN", "B": "SPEAKER_OTHER"}  # moshi-finetune trains the main speaker's text
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ExportError(ValueError):
+    """The dataset cannot be exported as asked; the message names the row or file."""
+
+
+@dataclass
+class ExportReport:
+    dest: Path
+    rows: int
+    renamed: dict[str, str]  # row id -> file stem, for ids that could not be used as they are
+    splits: dict[str, int]
+
+
+def safe_stem(row_id: str) -> str:
+    """A file stem for a row id: the id itself when it is a plain name, else a cleaned form plus a
+    short hash of the id (so two ids that clean to the same text still get different files).
+    Never empty, never starting with a dot, never containing a separator or `..`."""
+    cleaned = _UNSAFE.sub("_", row_id)
+    cleaned = re.sub(r"\.{2,}", "_", cleaned).strip("._-")[:MAX_STEM]
+    if cleaned == row_id and cleaned:
+        return cleaned
+    digest = hashlib.sha256(row_id.encode("utf-8")).hexdigest()[:10]
+    return f"{cleaned or 'row'}-{digest}"
+
+
+def _manifest(out_dir: Path) -> dict[str, Any]:
+    path = out_dir / "manifest.json"
+    if not path.is_file():
+        raise ExportError(f"{path} is missing: is {out_dir} a kame-data output folder?")
+    return json.loads(path.read_text("utf-8"))
+
+
+def iter_rows(out_dir: str | Path, split: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split, row) for every row of the dataset, shard by shard, a few rows in memory at a time."""
+    out_dir = Path(out_dir)
+    manifest = _manifest(out_dir)
+    splits = [s["split"] for s in manifest["shards"]]
+    if split is not None and split not in splits:
+        raise ExportError(f"no split {split!r} in {out_dir} (it has: {', '.join(dict.fromkeys(splits))})")
+    for shard in manifest["shards"]:
+        if split is not None and shard["split"] != split:
+            continue
+        path = out_dir / shard["path"]
+        if not path.is_file():
+            raise ExportError(f"shard {shard['path']} is missing; run `kame-data validate {out_dir}`")
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=16):
+            for row in batch.to_pylist():
+                yield shard["split"], row
+
+
+def _stereo_wav(row: dict[str, Any]) -> tuple[bytes, float]:
+    """The row's WAV bytes, checked to be stereo, and their exact duration in seconds."""
+    data = (row.get("audio") or {}).get("bytes")
+    if not data:
+        raise ExportError(f"row {row.get('id')}: no audio bytes")
+    try:
+        info = sf.info(io.BytesIO(data))
+    except Exception as e:  # soundfile raises several types for undecodable bytes
+        raise ExportError(f"row {row['id']}: audio does not decode: {e}") from e
+    if info.channels != 2:
+        raise ExportError(f"row {row['id']}: {info.channels} channel(s), the trainers need stereo (A left, B right)")
+    return data, info.frames / info.samplerate
+
+
+def _words_in_time_order(row: dict[str, Any]) -> list[dict[str, Any]]:
+    words = sorted(row["words"], key=lambda w: (w["start"], w["end"]))
+    speakers = {w["speaker"] for w in words}
+    if speakers != {"A", "B"}:
+        raise ExportError(f"row {row['id']}: words of both speakers A and B are needed, found {sorted(speakers)}")
+    return words
+
+
+def kame_oracle_record(event: dict[str, Any]) -> dict[str, Any]:
+    """One `oracle_raw` record: the reference fields only, in the reference order.
+
+    The reference generator writes `recent_words` as the words joined by spaces; kame-data keeps
+    them as a list, so they are joined here.
+    """
+    rec = {k: event[k] for k in ORACLE_REFERENCE_FIELDS}
+    if isinstance(rec["recent_words"], list):
+        rec["recent_words"] = " ".join(rec["recent_words"])
+    return rec
+
+
+class _Stems:
+    """Hands out file stems, refusing two rows the same file."""
+
+    def __init__(self) -> None:
+        self.used: dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
+
+    def __call__(self, row_id: str) -> str:
+        stem = safe_stem(row_id)
+        if stem in self.used:
+            raise ExportError(f"rows {self.used[stem]!r} and {row_id!r} would share the file name {stem!r}")
+        self.used[stem] = row_id
+        if stem != row_id:
+            self.renamed[row_id] = stem
+        return stem
+
+
+def _split_dirs(out_dir: Path, dest: Path, split: str | None) -> tuple[list[str], dict[str, Path]]:
+    """One split (or a one-split dataset) goes to DEST itself; several go to DEST/<split>/ each,
+    so validation and test rows never land in a training folder."""
+    manifest = _manifest(out_dir)
+    names = list(dict.fromkeys(s["split"] for s in manifest["shards"]))
+    if split is not None:
+        return [split], {split: dest}
+    if len(names) == 1:
+        return names, {names[0]: dest}
+    return names, {n: dest / n for n in names}
+
+
+def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None) -> ExportReport:
+    """Write the kame_finetune layout (audio/, text/, oracle_raw/) for one split or every split."""
+    out_dir, dest = Path(out_dir), Path(dest)
+    _, dirs = _split_dirs(out_dir, dest, split)
+    stems = {s: _Stems() for s in dirs}
+    counts: dict[str, int] = {}
+    for sp, row in iter_rows(out_dir, split):
+        base = dirs[sp]
+        stem = stems[sp](row["id"])
+        wav, _ = _stereo_wav(row)
+        write_bytes(base / "audio" / f"{stem}.wav", wav)
+        write_json(base / "text" / f"{stem}.json",
+                   [{"speaker": w["speaker"], "word": w["word"], "start": w["start"], "end": w["end"]}
+                    for w in _words_in_time_order(row)])
+        write_json(base / "oracle_raw" / f"{stem}.json", [kame_oracle_record(e) for e in row["oracle"]])
+        counts[sp] = counts.get(sp, 0) + 1
+    renamed = {k: v for s in stems.values() for k, v in s.renamed.items()}
+    for sp, base in dirs.items():
+        if stems[sp].renamed:
+            write_json(base / "id_map.json", stems[sp].renamed)
+    log.info("kame-finetune export: %d rows to %s (%d ids renamed)", sum(counts.values()), dest, len(renamed))
+    return ExportReport(dest=dest, rows=sum(counts.values()), renamed=renamed, splits=counts)
+
+
+def moshi_alignments(row: dict[str, Any]) -> dict[str, Any]:
+    """moshi-finetune's transcript: [word, [start, end], speaker] sorted by start; the assistant
+    (A, left channel) is SPEAKER_MAIN, the only speaker whose text moshi-finetune trains on."""
+    return {"alignments": [[w["word"], [w["start"], w["end"]], MOSHI_SPEAKERS[w["speaker"]]]
+                           for w in _words_in_time_order(row)]}
+
+
+def export_moshi_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None,
+                          absolute_paths: bool = False) -> ExportReport:
+    """Write DEST/data_stereo/<id>.wav + <id>.json and DEST/<split>.jsonl ({"path","duration"}).
+
+    Paths in the index are relative to DEST unless `absolute_paths` (moshi-finetune opens them
+    from its working directory, so absolute paths avoid depending on where training starts).
+    """
+    out_dir, dest = Path(out_dir), Path(dest)
+    stems = _Stems()
+    index: dict[str, list[dict[str, Any]]] = {}
+    for sp, row in iter_rows(out_dir, split):
+        stem = stems(row["id"])
+        wav, duration = _stereo_wav(row)
+        wav_path = dest / "data_stereo" / f"{stem}.wav"
+        write_bytes(wav_path, wav)
+        write_text(wav_path.with_suffix(".json"), json.dumps(moshi_alignments(row), ensure_ascii=False))
+        shown = str(wav_path.resolve()) if absolute_paths else f"data_stereo/{stem}.wav"
+        index.setdefault(sp, []).append({"path": shown, "duration": duration})
+    for sp, entries in index.items():
+        write_jsonl(dest / f"{sp}.jsonl", entries)
+    if stems.renamed:
+        write_json(dest / "id_map.json", stems.renamed)
+    rows = sum(len(v) for v in index.values())
+    log.info("moshi-finetune export: %d rows to %s", rows, dest)
+    return ExportReport(dest=dest, rows=rows, renamed=stems.renamed, splits={k: len(v) for k, v in index.items()})
+
+
+EXPORTERS = {"kame-finetune": export_kame_finetune, "moshi-finetune": export_moshi_finetune}
