@@ -1,0 +1,11 @@
+"""Reviewer tools: judge oracle ladders quickly.
+
+`inspect` renders one dialogue and its ladder for the terminal, `html` writes a self-contained
+review page (audio, timeline, ladder, flags), `flags` reads the flags a reviewer saved from that
+page, and `publish` rewrites a dataset without the flagged rows.
+"""
+
+from kame_data.review.flags import FlagsError, load_flags
+from kame_data.review.metrics import token_f1
+
+__all__ = ["FlagsError", "load_flags", "token_f1"]

@@ -1,0 +1,68 @@
+"""How close a prediction is to the true reply, and what the true reply was at each event.
+
+Token-F1 (bag of lowercase word tokens, as in SQuAD) is crude but cheap and order-free: a good
+ladder climbs from near 0 at level 0 towards 1 at level 5, where the prediction is the reply.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from typing import Any, Sequence
+
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase word tokens; punctuation dropped, inner apostrophes kept ("it's")."""
+    text = unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'")
+    return _TOKEN.findall(text)
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    """F1 of the token multisets; 1.0 when both are empty, 0.0 when only one is."""
+    p, r = tokens(prediction), tokens(reference)
+    if not p or not r:
+        return float(p == r)
+    common = sum((Counter(p) & Counter(r)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+def reply_spans(words: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """For each event, the indices (into `words`) of the true reply: the next speaker's next utterance.
+
+    An event saw the first `total_word_count` words in end-time order (the reference's W); the
+    reply is the next speaker's first run after them, exactly what the ladder gives as the hint,
+    and defined at level 0 too, where the hint was withheld.
+    """
+    order = sorted(range(len(words)), key=lambda i: words[i]["end"])  # stable, like the ladder
+    out = []
+    for e in events:
+        k = e["total_word_count"]
+        if not 0 < k <= len(order):
+            out.append([])
+            continue
+        current = words[order[k - 1]]["speaker"]
+        j = next((i for i in range(k, len(order)) if words[order[i]]["speaker"] != current), len(order))
+        span = []
+        for i in order[j:]:
+            if words[i]["speaker"] != words[order[j]]["speaker"]:
+                break
+            span.append(i)
+        out.append(span)
+    return out
+
+
+def true_replies(words: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]]) -> list[str]:
+    """The true reply at each event as text (the hint itself where one was shown)."""
+    return [e.get("hint") or " ".join(words[i]["word"] for i in span)
+            for e, span in zip(events, reply_spans(words, events))]
+
+
+def clean_text(text: str) -> str:
+    """Untrusted text made safe for a terminal: control characters shown as \\xNN, never sent."""
+    return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\x{ord(c):02x}" for c in text)
