@@ -9,8 +9,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kame_data.io.atomic import write_json, write_text
-from kame_data.io.card import render_card
+from kame_data.io.atomic import write_json
+from kame_data.io.card import write_card
 from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.schema import validate
@@ -52,6 +52,10 @@ def _licenses(recipe: Recipe) -> dict[str, str]:
 def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timings: dict[str, float],
                    shards: list[dict[str, Any]], samples: list[dict[str, Any]], backend=None) -> dict[str, Any]:
     levels = Counter(level for s in samples for level in s["levels"])
+    f1_sum: Counter = Counter()
+    for s in samples:
+        for level, f1 in zip(s["levels"], s.get("f1", [])):
+            f1_sum[level] += f1
     per_source = Counter(s["source"] for s in samples)
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -66,17 +70,67 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
         "rejects": dict(sorted(Counter(r.reason for r in rejects).items())),
         "timings": {k: round(v, 3) for k, v in timings.items()},
         "levels": {str(k): v for k, v in sorted(levels.items())},
+        # mean token-F1 of the prediction to the true reply: should climb with the level
+        "oracle_f1_by_level": {str(k): round(f1_sum[k] / levels[k], 4) for k in sorted(levels) if k in f1_sum},
         "audio_hours": round(sum(s["duration"] for s in samples) / 3600, 4),
         "oracle_events": sum(len(s["levels"]) for s in samples),
         "shards": shards,
     }
     if backend is not None:
-        manifest["llm"] = {"backend": backend.name, "model": backend.model,
-                           "calls": getattr(backend, "calls", None), "cache_hits": getattr(backend, "cache_hits", None)}
+        manifest["llm"] = backend.summary() if hasattr(backend, "summary") else {
+            "backend": backend.name, "model": backend.model}
     validate("manifest", manifest)
     return manifest
 
 
-def write_outputs(out_dir: Path, recipe: Recipe, manifest: dict[str, Any]) -> None:
-    write_text(out_dir / "README.md", render_card(manifest))
+def write_outputs(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """manifest.json, then the card (README.md and its plots), which reads the shards it describes."""
     write_json(out_dir / "manifest.json", manifest)
+    write_card(out_dir, manifest)
+
+
+def dialogue_quality(rendered: Any) -> dict[str, Any]:
+    """The speech-QA figures of one RenderedDialogue, small enough to keep for every sample."""
+    return {"wer": [w for w in getattr(rendered, "turn_wer", ()) if w is not None],
+            "start_error_ms": [e for e in getattr(rendered, "turn_start_error_ms", ()) if e is not None],
+            "clipped_samples": int(getattr(rendered, "clipped_samples", 0)),
+            "qa_retries": int(getattr(rendered, "qa_retries", 0))}
+
+
+def quality_summary(samples: Any) -> dict[str, Any]:
+    """The manifest's `quality` key: per-turn WER and word-start error (median and mean over turns)
+    and clipping counts, so a dataset's speech quality is stated, not assumed.
+
+    `samples`: Samples, RenderedDialogues, or the dicts `dialogue_quality` makes (also as the
+    `quality` key of a larger dict).
+    """
+    wers: list[float] = []
+    errors: list[float] = []
+    clipped = clipped_dialogues = retries = 0
+    for s in samples:
+        if isinstance(s, dict):
+            q = s.get("quality", s)
+        else:
+            q = dialogue_quality(getattr(s, "rendered", s))
+        wers += q.get("wer", [])
+        errors += q.get("start_error_ms", [])
+        clipped += q.get("clipped_samples", 0)
+        clipped_dialogues += bool(q.get("clipped_samples", 0))
+        retries += q.get("qa_retries", 0)
+
+    def stats(xs: list[float], digits: int) -> dict[str, Any]:
+        xs = sorted(xs)
+        mid = len(xs) // 2
+        median = xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+        return {"turns": len(xs), "median": round(median, digits), "mean": round(sum(xs) / len(xs), digits),
+                "max": round(xs[-1], digits)}
+
+    out: dict[str, Any] = {}
+    if wers:
+        out["wer"] = stats(wers, 4)
+    if errors:
+        out["word_start_error_ms"] = stats(errors, 1)
+    out["clipped_samples"] = clipped
+    out["clipped_dialogues"] = clipped_dialogues
+    out["qa_voice_retries"] = retries
+    return out

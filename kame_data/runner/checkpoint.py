@@ -1,0 +1,69 @@
+"""Item-level checkpoints: each stage's outputs for one input, stored under a key derived from
+the stage, its config and that input. A rerun finds them and skips the work; a changed config
+changes the keys of that stage and every later one, and only those are recomputed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from dataclasses import asdict, dataclass, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from kame_data.io.atomic import atomic_path
+
+FORMAT = "1"  # bump when record layouts change: old checkpoints are then ignored, not misread
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def config_key(stage_name: str, config: Any) -> str:
+    """A stage's identity: its name and its config (a dataclass or JSON-able value)."""
+    data = asdict(config) if is_dataclass(config) else config
+    return digest(FORMAT, stage_name, json.dumps(data, sort_keys=True, default=str))
+
+
+def item_key(item: Any) -> str:
+    """The key of a source item: a hash of its full content (so an edited item is redone)."""
+    return digest(FORMAT, "item", json.dumps(item.to_dict(), sort_keys=True, ensure_ascii=False))
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """A record travelling through the runner with the key of its lineage."""
+
+    key: str
+    record: Any
+
+
+class CheckpointStore:
+    """Pickled per-item results under OUT/.checkpoints/<stage>/<key[:2]>/<key>.pkl, written atomically."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+
+    def _path(self, stage: str, key: str) -> Path:
+        return self.root / stage / key[:2] / f"{key}.pkl"
+
+    def get(self, stage: str, key: str) -> list | None:
+        path = self._path(stage, key)
+        try:
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+        except FileNotFoundError:
+            return None
+        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            path.unlink(missing_ok=True)  # unreadable (e.g. written by another version): recompute
+            return None
+
+    def put(self, stage: str, key: str, outputs: list) -> None:
+        with atomic_path(self._path(stage, key)) as tmp:
+            with tmp.open("wb") as fh:
+                pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def count(self, stage: str) -> int:
+        d = self.root / stage
+        return sum(1 for _ in d.glob("*/*.pkl")) if d.is_dir() else 0
