@@ -17,6 +17,15 @@ USER = "user"
 
 
 @dataclass(frozen=True)
+class FollowUp:
+    """A later user turn of a multi-turn item (MT-Bench's second question) and its reference answer
+    ("" when the source gives none)."""
+
+    question: str
+    answer: str = ""
+
+
+@dataclass(frozen=True)
 class SourceItem:
     """One benchmark item, normalised across sources (display text, not yet spoken)."""
 
@@ -30,6 +39,14 @@ class SourceItem:
     explanation: str = ""  # worked solution / chain of thought, display text
     license: str = ""
     meta: dict[str, str] = field(default_factory=dict)
+    followups: list[FollowUp] = field(default_factory=list)  # later user turns, in order
+    variants: int = 0  # dialogues to script from this item (set by sampling); 0: the script config's count
+
+    def __post_init__(self) -> None:
+        # Records read back from JSON carry follow-ups as plain mappings.
+        if any(isinstance(f, dict) for f in self.followups):
+            object.__setattr__(self, "followups", [f if isinstance(f, FollowUp) else FollowUp(**f)
+                                                   for f in self.followups])
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,6 +107,12 @@ class RenderedDialogue:
     sample_rate: int
     words: list[Word]
     timings: list[TurnTiming]
+    # Speech QA (kame_data/speech/whisper.py), per turn; empty when QA is off. None: not measured
+    # (start errors of turns timed by Whisper itself).
+    turn_wer: tuple[float | None, ...] = ()
+    turn_start_error_ms: tuple[float | None, ...] = ()
+    clipped_samples: int = 0  # samples at full scale after mixing
+    qa_retries: int = 0  # voices that failed QA before the ones used
 
     @property
     def id(self) -> str:

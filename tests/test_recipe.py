@@ -9,7 +9,7 @@ def test_bundled_quickstart_loads():
     assert r.name == "quickstart" and len(r.sources) == 3
     assert r.resolve(r.sources[0].path).is_file()
     cfg = build_config(SpeakConfig, r.speak)
-    assert cfg.assistant.engine == "piper" and cfg.user.engine == "espeak"
+    assert cfg.pool("assistant")[0].engine == "piper" and cfg.pool("user")[0].engine == "hibari"
 
 
 @pytest.mark.parametrize("yaml_text,needle", [

@@ -225,8 +225,10 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         hours = per_source_stats.get(s, {}).get("hours")
         lines.append(f"| dialogues from {_cell(s)} | {manifest['per_source'][s]}"
                      + (f" ({hours} h)" if hours is not None else "") + " |")
+    f1 = manifest.get("oracle_f1_by_level") or {}
     for level, n in (manifest.get("levels") or {}).items():
-        lines.append(f"| events at level {level} | {n} |")
+        lines.append(f"| events at level {level} | {n}"
+                     + (f" (mean token-F1 to the true reply {f1[level]:.2f})" if level in f1 else "") + " |")
     for reason, n in manifest["rejects"].items():
         lines.append(f"| rejected: {_cell(reason)} | {n} |")
     lines += ["", "| split | dialogues | items | shards | bytes |", "|---|---|---|---|---|"]
@@ -283,7 +285,9 @@ def _origin(recipe: dict[str, Any], kind: str) -> str:
     return f"{name}: " + ", ".join(where) if where else name
 
 
-def _voice(cfg: dict[str, Any] | None, engine: str, voice: str) -> str:
+def _voice(cfg: dict[str, Any] | list | None, engine: str, voice: str) -> str:
+    if isinstance(cfg, list):  # a voice pool: each dialogue draws one
+        return "a pool of " + "; ".join(_voice(c, engine, voice) for c in cfg)
     cfg = cfg or {"engine": engine, "voice": voice}
     extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
     return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")

@@ -22,7 +22,7 @@ from kame_data.records import Reject
 from kame_data.review.metrics import token_f1, true_replies
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, item_key
 from kame_data.runner.keyed import Stage, apply_stage
-from kame_data.runner.manifest import build_manifest, write_outputs
+from kame_data.runner.manifest import build_manifest, dialogue_quality, quality_summary, write_outputs
 from kame_data.script.stage import ScriptStage
 from kame_data.script.template import ScriptConfig
 from kame_data.sources import load_items
@@ -219,7 +219,8 @@ def _run(recipe: Recipe, out_dir: Path, limit: int | None, progress_factory: Pro
             replies = true_replies(row["words"], row["oracle"])
             samples_meta.append({"source": row["source"], "duration": row["duration"],
                                  "levels": [e["level"] for e in row["oracle"]],
-                                 "f1": [token_f1(e["prediction"], r) for e, r in zip(row["oracle"], replies)]})
+                                 "f1": [token_f1(e["prediction"], r) for e, r in zip(row["oracle"], replies)],
+                                 "quality": dialogue_quality(k.record.rendered)})
             t_pub += time.perf_counter() - t
             if executor != "local":
                 bars["ray"].update(1)
@@ -248,6 +249,7 @@ def _run(recipe: Recipe, out_dir: Path, limit: int | None, progress_factory: Pro
     oracle = next((s for s in stages if s.name == "oracle"), None)
     backend = getattr(oracle, "backend", None) if executor == "local" else None
     manifest = build_manifest(recipe, counts, rejects, timings, shards, samples_meta, backend)
+    manifest["quality"] = quality_summary(samples_meta)
     manifest["executor"] = executor
     manifest["computed"] = {n: progress.state["stages"][n]["computed"] for n in names} if executor == "local" else {}
     if stop:

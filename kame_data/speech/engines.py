@@ -1,13 +1,28 @@
-"""The TTS engine interface and the registry of engines."""
+"""The TTS engine interface and the registry of engines.
+
+Every engine turns spoken text into mono float audio plus one (start, end) span per spoken
+word (`spoken_tokens`). Engines that cannot say where words are (hibari, coqui) return spans of
+None and declare `timed = False`; the speak stage then times them with the Whisper aligner.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Optional, Protocol
 
 import numpy as np
 
 Span = tuple[Optional[float], Optional[float]]
+
+ENGINES = ("piper", "espeak", "hibari", "coqui")
+
+# The knobs each engine reads; only these (when not at their default) appear in a voice's label.
+_KNOBS = {
+    "piper": ("length_scale", "noise_scale", "noise_w_scale"),
+    "espeak": ("rate", "pitch"),
+    "hibari": ("speed",),
+    "coqui": ("speed",),
+}
 
 
 @dataclass(frozen=True)
@@ -21,10 +36,15 @@ class VoiceConfig:
     noise_w_scale: float = 0.8
     rate: int = 165
     pitch: int = 50
+    speed: float = 1.0  # hibari, coqui
 
     @property
     def label(self) -> str:
-        return f"{self.engine}:{self.voice}"
+        """`engine:voice`, plus the knobs that differ from their defaults, so variants stay apart."""
+        defaults = {f.name: f.default for f in fields(self)}
+        knobs = [f"{k}={getattr(self, k):g}" for k in _KNOBS.get(self.engine, ())
+                 if getattr(self, k) != defaults[k]]
+        return f"{self.engine}:{self.voice}" + (f"({','.join(knobs)})" if knobs else "")
 
 
 @dataclass(frozen=True)
@@ -38,20 +58,30 @@ class Synthesis:
 
 class TTSEngine(Protocol):
     label: str
+    timed: bool  # False: spans are all None and the stage must align the audio itself
 
     def synthesize(self, text: str) -> Synthesis:
         """Speak `text`; spans follow `spoken_tokens(text)` one to one."""
         ...
 
 
-def open_engine(cfg: VoiceConfig) -> TTSEngine:
-    """Load the engine for a voice (model files are loaded here, once)."""
+def open_engine(cfg: VoiceConfig, threads: int | None = None) -> TTSEngine:
+    """Load the engine for a voice (model files are loaded here, once). `threads` caps the
+    engine's own thread pool (1 inside worker processes)."""
     if cfg.engine == "piper":
         from kame_data.speech.piper_engine import PiperEngine
 
-        return PiperEngine(cfg)
+        return PiperEngine(cfg, threads)
     if cfg.engine == "espeak":
         from kame_data.speech.espeak_engine import EspeakEngine
 
         return EspeakEngine(cfg)
-    raise ValueError(f"unknown TTS engine {cfg.engine!r} (available: piper, espeak)")
+    if cfg.engine == "hibari":
+        from kame_data.speech.hibari_engine import HibariEngine
+
+        return HibariEngine(cfg, threads)
+    if cfg.engine == "coqui":
+        from kame_data.speech.coqui_engine import CoquiEngine
+
+        return CoquiEngine(cfg, threads)
+    raise ValueError(f"unknown TTS engine {cfg.engine!r} (available: {', '.join(ENGINES)})")

@@ -1,11 +1,15 @@
 """espeak-ng formant voices through the C library (ctypes); exact word events with char offsets.
 
-espeak-ng keeps global state, so one process speaks with one library instance; calls are
-serialised by a lock and the voice is set before every synthesis.
+espeak-ng keeps global state, so calls are serialised by a lock. It also keeps synthesis state in
+static variables (pitch flutter, wave phase) that carry over from one call to the next and survive
+espeak_Terminate: the same text would sound slightly different depending on what was spoken
+before, and with worker processes on which worker spoke it. So the library is loaded afresh for
+every synthesis (dlclose, then dlopen: about 5 ms), and the same text gives the same samples.
 """
 
 from __future__ import annotations
 
+import _ctypes
 import ctypes
 import threading
 
@@ -39,7 +43,7 @@ _Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctype
 
 
 class _Library:
-    """The process-wide espeak-ng instance."""
+    """espeak-ng for this process: where it is, and one synthesis at a time on a fresh load."""
 
     _instance: "_Library | None" = None
     lock = threading.Lock()
@@ -49,15 +53,12 @@ class _Library:
             import espeakng_loader
         except ImportError as e:
             raise RuntimeError("espeak voices need `pip install espeakng-loader`") from e
-        self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
-        self.sample_rate = self.lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0,
-                                                      espeakng_loader.get_data_path().encode(), 0)
-        if self.sample_rate <= 0:
-            raise RuntimeError("espeak-ng failed to initialise")
+        self.path = espeakng_loader.get_library_path()
+        self.data = espeakng_loader.get_data_path().encode()
+        self.sample_rate = 0
         self._chunks: list[np.ndarray] = []
         self._events: list[tuple[int, int]] = []  # (char position, 1-based; sample)
         self._callback = _Callback(self._on_audio)  # keep a reference: ctypes does not
-        self.lib.espeak_SetSynthCallback(self._callback)
 
     @classmethod
     def get(cls) -> "_Library":
@@ -78,15 +79,24 @@ class _Library:
 
     def speak(self, text: str, voice: str, rate: int, pitch: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
         with self.lock:
-            if self.lib.espeak_SetVoiceByName(voice.encode()) != 0:
-                raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb-x-rp+m3, en-029, …)")
-            self.lib.espeak_SetParameter(_RATE, rate, 0)
-            self.lib.espeak_SetParameter(_PITCH, pitch, 0)
-            self._chunks, self._events = [], []
-            data = text.encode("utf-8")
-            self.lib.espeak_Synth(ctypes.c_char_p(data), ctypes.c_size_t(len(data) + 1), 0, _POS_CHARACTER, 0,
-                                  _CHARS_UTF8, None, None)
-            self.lib.espeak_Synchronize()
+            lib = ctypes.CDLL(self.path)
+            try:
+                self.sample_rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, self.data, 0)
+                if self.sample_rate <= 0:
+                    raise RuntimeError("espeak-ng failed to initialise")
+                lib.espeak_SetSynthCallback(self._callback)
+                if lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                    raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb-x-rp+m3, en-029, …)")
+                lib.espeak_SetParameter(_RATE, rate, 0)
+                lib.espeak_SetParameter(_PITCH, pitch, 0)
+                self._chunks, self._events = [], []
+                data = text.encode("utf-8")
+                lib.espeak_Synth(ctypes.c_char_p(data), ctypes.c_size_t(len(data) + 1), 0, _POS_CHARACTER, 0,
+                                 _CHARS_UTF8, None, None)
+                lib.espeak_Synchronize()
+            finally:
+                lib.espeak_Terminate()
+                _ctypes.dlclose(lib._handle)
             audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.int16)
             return audio, list(self._events)
 
@@ -95,7 +105,8 @@ class EspeakEngine:
     def __init__(self, cfg: VoiceConfig):
         self.cfg = cfg
         self.library = _Library.get()
-        self.label = f"espeak:{cfg.voice}"
+        self.label = cfg.label
+        self.timed = True
         self.library.speak("test", cfg.voice, cfg.rate, cfg.pitch)  # fail early on a bad voice name
 
     def synthesize(self, text: str) -> Synthesis:

@@ -1,9 +1,24 @@
-"""The speak stage: each turn through its role's voice, resampled, normalised and mixed."""
+"""The speak stage: each turn through a voice of its role's pool, timed, checked, resampled,
+normalised and mixed into two channels.
+
+Voices are drawn per dialogue from each role's pool by a hash of (seed, dialogue id, role), so a
+rerun speaks every dialogue with the same voices. With QA on, Whisper listens to every turn: a
+role whose turns it cannot understand (WER) or whose word starts disagree with what it heard is
+re-rendered with the pool's next voice, and the dialogue is rejected when no voice passes.
+Rendering runs in worker processes (one model load per worker, engines on one thread each, so
+the audio is the same whatever the number of workers).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
 import random
-from dataclasses import dataclass, field
+import unicodedata
+import weakref
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
 
 import numpy as np
 
@@ -11,21 +26,106 @@ from kame_data.records import ASSISTANT, USER, Dialogue, RenderedDialogue, Rejec
 from kame_data.script.normalize import spoken_tokens
 from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
-from kame_data.speech.timing import complete_spans
+from kame_data.speech.timing import complete_spans, cover_voice
+
+log = logging.getLogger(__name__)
 
 WORDS_PER_SECOND = 2.6  # conservative speaking-rate estimate, to refuse over-long turns before synthesis
+CHARS_PER_SECOND = 14.0  # the same for text with few, long words
+MAX_WORD_CHARS = 60  # longer "words" are noise (hashes, base64, runs of letters), not speech
+_WHITESPACE_CONTROLS = {"\n", "\r", "\t"}
+
+
+@dataclass(frozen=True)
+class GapConfig:
+    """The silence between one turn's last word and the next turn's first word (negative: overlap).
+
+    `uniform` draws from [low, high]; `normal` from N(mean, sd) clipped to [min, max], which gives
+    mostly short gaps and a few small overlaps when `min` < 0. Two turns of the same speaker
+    never overlap (at least `same_speaker_min` apart).
+    """
+
+    distribution: str = "uniform"
+    low: float = 0.25
+    high: float = 0.8
+    mean: float = 0.4
+    sd: float = 0.25
+    min: float = -0.3
+    max: float = 1.5
+    same_speaker_min: float = 0.2
+
+    def draw(self, rng: random.Random, same_speaker: bool = False) -> float:
+        if self.distribution == "uniform":
+            gap = rng.uniform(self.low, self.high)
+        elif self.distribution == "normal":
+            gap = min(max(rng.gauss(self.mean, self.sd), self.min), self.max)
+        else:
+            raise ValueError(f"unknown gap distribution {self.distribution!r} (uniform, normal)")
+        return max(gap, self.same_speaker_min) if same_speaker else gap
+
+
+@dataclass(frozen=True)
+class QAConfig:
+    """Whisper checks every turn: word error rate against the spoken text, and the median gap
+    between our word starts and Whisper's (engine-timed turns only)."""
+
+    enabled: bool = False
+    max_wer: float = 0.4  # per turn: one word in three misheard is still a usable turn, two are not
+    max_start_error_ms: float = 200.0  # Whisper base itself often puts starts 50-100 ms early
+
+
+VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
 
 
 @dataclass(frozen=True)
 class SpeakConfig:
     sample_rate: int = 24000
-    assistant: VoiceConfig = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
-    user: VoiceConfig = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
-    gap: tuple[float, float] = (0.25, 0.8)  # seconds between one speaker's last word and the next's first
-    lead_in: float = 0.3
-    tail: float = 0.4
+    assistant: VoicePool = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
+    user: VoicePool = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
+    gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
+    lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]
+    tail: Any = 0.4  # after the last word
     target_dbfs: float = -20.0
     max_turn_seconds: float = 90.0
+    qa: QAConfig = field(default_factory=QAConfig)
+    workers: int | None = None  # worker processes; None: one per core
+
+    def __post_init__(self) -> None:
+        # Recipes arrive as plain mappings and lists: make every field its typed, hashable form.
+        for role in ("assistant", "user"):
+            object.__setattr__(self, role, _voice_pool(getattr(self, role), role))
+        if isinstance(self.gap, (list, tuple)):
+            if len(self.gap) != 2:
+                raise ValueError(f"speak.gap: give [low, high] or a mapping, got {self.gap!r}")
+            object.__setattr__(self, "gap", GapConfig(distribution="uniform", low=float(self.gap[0]),
+                                                      high=float(self.gap[1])))
+        elif isinstance(self.gap, dict):
+            object.__setattr__(self, "gap", GapConfig(**self.gap))
+        if isinstance(self.qa, dict):
+            object.__setattr__(self, "qa", QAConfig(**self.qa))
+        for name in ("lead_in", "tail"):
+            v = getattr(self, name)
+            if isinstance(v, list):
+                object.__setattr__(self, name, tuple(v))
+
+    def pool(self, role: str) -> tuple[VoiceConfig, ...]:
+        return self.assistant if role == ASSISTANT else self.user  # type: ignore[return-value]
+
+    @property
+    def voices(self) -> list[VoiceConfig]:
+        """Every distinct voice of both pools, in order."""
+        return list(dict.fromkeys(self.pool(ASSISTANT) + self.pool(USER)))
+
+
+def _voice_pool(value: Any, role: str) -> tuple[VoiceConfig, ...]:
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not items:
+        raise ValueError(f"speak.{role}: the voice pool is empty")
+    return tuple(v if isinstance(v, VoiceConfig) else VoiceConfig(**v) for v in items)
+
+
+def _draw(value: Any, rng: random.Random) -> float:
+    return rng.uniform(*value) if isinstance(value, tuple) else float(value)
 
 
 def _resample(audio: np.ndarray, sr: int, target: int) -> np.ndarray:
@@ -36,54 +136,237 @@ def _resample(audio: np.ndarray, sr: int, target: int) -> np.ndarray:
     return soxr.resample(audio.astype(np.float32), sr, target, quality="HQ").astype(np.float32)
 
 
+def unspeakable(spoken: str, max_seconds: float) -> tuple[str, str] | None:
+    """(reason, detail) when a turn's text cannot be spoken, before any engine sees it."""
+    bad = sorted({f"U+{ord(c):04X}" for c in spoken
+                  if unicodedata.category(c)[0] == "C" and c not in _WHITESPACE_CONTROLS})
+    if bad:
+        return "control_characters", f"control or unassigned characters {', '.join(bad[:5])}"
+    tokens = spoken_tokens(spoken)
+    if not tokens:
+        return "empty_text", "no words to speak"
+    seconds = max(len(tokens) / WORDS_PER_SECOND, len(spoken) / CHARS_PER_SECOND)
+    if seconds > max_seconds:
+        return "too_long", f"about {seconds:.0f} s > {max_seconds:.0f} s"
+    longest = max((w for w, _ in tokens), key=len)
+    if len(longest) > MAX_WORD_CHARS:
+        return "unspeakable_word", f"a {len(longest)}-character word ({longest[:20]}…)"
+    return None
+
+
+@dataclass
+class _Turn:
+    """One rendered turn and what QA measured on it."""
+
+    spoken: SpokenTurn
+    wer: float | None = None
+    start_error_ms: float | None = None
+
+
 class SpeakStage:
-    """Renders dialogues. Engines load once per stage instance (`open`)."""
+    """Renders dialogues. Engines load once per process: here when `workers` is 1, else once in
+    each worker process."""
 
     name = "speak"
 
     def __init__(self, cfg: SpeakConfig, seed: int = 0):
         self.cfg = cfg
         self.seed = seed
-        self.engines: dict[str, TTSEngine] = {}
+        self.workers = max(1, cfg.workers or os.cpu_count() or 1)
+        self.engines: dict[VoiceConfig, TTSEngine] = {}
+        self.aligner = None
+        self._executor = None
+
+    # --- loading ---------------------------------------------------------------------------
 
     def open(self) -> None:
-        for role, voice in ((ASSISTANT, self.cfg.assistant), (USER, self.cfg.user)):
-            if role not in self.engines:
-                self.engines[role] = open_engine(voice)
+        if self.workers == 1:
+            self.open_local()
+        else:
+            self._start_workers()
 
-    def _speak_turn(self, role: str, speaker: str, spoken: str) -> SpokenTurn:
-        engine = self.engines[role]
-        syn = engine.synthesize(spoken)
-        tokens = spoken_tokens(spoken)
-        spans = complete_spans(syn.spans, [len(w) for w, _ in tokens], syn.audio, syn.sample_rate)
-        audio = loudness_normalise(_resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
-        duration = len(audio) / self.cfg.sample_rate
-        spans = [(min(s, duration), min(e, duration)) for s, e in spans]
-        return SpokenTurn(speaker, audio, [w for w, _ in tokens], spans, engine.label)
+    def open_local(self, threads: int = 1) -> None:
+        """Load every voice of both pools (and Whisper when needed) in this process."""
+        for voice in self.cfg.voices:
+            if voice not in self.engines:
+                self.engines[voice] = open_engine(voice, threads)
+        needs_aligner = self.cfg.qa.enabled or not all(e.timed for e in self.engines.values())
+        if needs_aligner and self.aligner is None:
+            from kame_data.speech.whisper import WhisperAligner
+
+            self.aligner = WhisperAligner(threads)
+
+    def _start_workers(self) -> None:
+        if self._executor is not None:
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        if self.cfg.qa.enabled or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices):
+            from kame_data.speech.whisper import whisper_model_dir
+
+            whisper_model_dir()  # assemble once here, not racing in every worker
+        # spawn: the parent may already run threads (llama.cpp, onnxruntime) that fork would copy badly
+        self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=_init_worker, initargs=(self.cfg, self.seed))
+        weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
+        for error in self._executor.map(_worker_ready, range(self.workers)):
+            if error:
+                self.close()
+                raise RuntimeError(f"speak worker could not load its voices: {error}")
+        log.info("speak: %d worker processes ready", self.workers)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    # --- rendering -------------------------------------------------------------------------
+
+    def process(self, batch: list[Dialogue]) -> list[RenderedDialogue | Reject]:
+        """Render a batch; results come back in input order, the same for any number of workers."""
+        if self.workers == 1 or len(batch) == 0:
+            self.open_local()
+            return [self.render(d) for d in batch]
+        self._start_workers()
+        return list(self._executor.map(_render_in_worker, batch))
+
+    def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
+        """The role's pool, starting at the voice this dialogue draws; the rest are QA fallbacks."""
+        pool = self.cfg.pool(role)
+        digest = hashlib.sha256(f"{self.seed}:voice:{dialogue_id}:{role}".encode()).digest()
+        first = int.from_bytes(digest[:8], "big") % len(pool)
+        return [pool[(first + k) % len(pool)] for k in range(len(pool))]
 
     def render(self, dialogue: Dialogue) -> RenderedDialogue | Reject:
         for k, turn in enumerate(dialogue.turns):
-            n_words = len(spoken_tokens(turn.spoken))
-            if n_words == 0:
-                return Reject(self.name, dialogue.id, "empty_text", f"turn {k} has no words to speak")
-            if n_words / WORDS_PER_SECOND > self.cfg.max_turn_seconds:
-                return Reject(self.name, dialogue.id, "too_long",
-                              f"turn {k}: about {n_words / WORDS_PER_SECOND:.0f} s > {self.cfg.max_turn_seconds:.0f} s")
-        spoken = [self._speak_turn(t.role, t.speaker, t.spoken) for t in dialogue.turns]
-        for k, s in enumerate(spoken):
-            if not len(s.audio) or float(np.max(np.abs(s.audio))) < 1e-3:
+            problem = unspeakable(turn.spoken, self.cfg.max_turn_seconds)
+            if problem:
+                return Reject(self.name, dialogue.id, problem[0], f"turn {k}: {problem[1]}")
+        self.open_local()
+        turns: dict[int, _Turn] = {}
+        retries = 0
+        chosen: dict[str, VoiceConfig] = {}
+        for role in (USER, ASSISTANT):
+            indices = [k for k, t in enumerate(dialogue.turns) if t.role == role]
+            if not indices:
+                continue
+            candidates = self.candidates(dialogue.id, role)
+            if role == ASSISTANT and len(candidates) > 1 and USER in chosen and candidates[0].label == chosen[USER].label:
+                candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
+            failure: tuple[str, str] | None = None
+            for attempt, voice in enumerate(candidates):
+                try:
+                    spoken = {k: self._speak_turn(voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken)
+                              for k in indices}
+                except Exception as e:  # an engine failing on one text must not stop the run
+                    log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
+                    return Reject(self.name, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}")
+                failure = self._qa_failure(spoken)
+                if failure is None:
+                    turns.update(spoken)
+                    chosen[role] = voice
+                    retries += attempt
+                    break
+                log.info("speak %s: %s fails QA (%s); trying the next voice", dialogue.id, voice.label, failure[1])
+            if role not in chosen:
+                assert failure is not None
+                return Reject(self.name, dialogue.id, failure[0],
+                              f"{role}: {failure[1]} (voices tried: {', '.join(v.label for v in candidates)})")
+        ordered = [turns[k] for k in range(len(dialogue.turns))]
+        for k, t in enumerate(ordered):
+            if not len(t.spoken.audio) or float(np.max(np.abs(t.spoken.audio))) < 1e-3:
                 return Reject(self.name, dialogue.id, "silent_audio", f"turn {k} synthesised to silence")
+        return self._mix(dialogue, ordered, retries)
+
+    def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int) -> RenderedDialogue:
         rng = random.Random(f"{self.seed}:gap:{dialogue.id}")
-        gaps = [rng.uniform(*self.cfg.gap) for _ in spoken[1:]]
-        pcm, words, timings = mix_turns(spoken, gaps, self.cfg.sample_rate, self.cfg.lead_in, self.cfg.tail)
+        spoken = [t.spoken for t in turns]
+        gaps = [self.cfg.gap.draw(rng, same_speaker=spoken[k].speaker == spoken[k - 1].speaker)
+                for k in range(1, len(spoken))]
+        lead_in, tail = _draw(self.cfg.lead_in, rng), _draw(self.cfg.tail, rng)
+        pcm, words, timings = mix_turns(spoken, gaps, self.cfg.sample_rate, lead_in, tail)
+        # Turns are normalised below full scale, so a full-scale sample means overlapping audio clipped.
+        clipped = int(np.count_nonzero(np.abs(pcm.astype(np.int32)) >= 32767))
+        if clipped:
+            log.warning("speak %s: %d clipped samples", dialogue.id, clipped)
+        qa = self.cfg.qa.enabled
         return RenderedDialogue(
             dialogue=dialogue,
             audio=pcm,
             sample_rate=self.cfg.sample_rate,
             words=[Word(speaker=s, word=w, start=a, end=b) for s, w, a, b in words],
             timings=[TurnTiming(start=a, end=b, voice=s.voice) for (a, b), s in zip(timings, spoken)],
+            turn_wer=tuple(t.wer for t in turns) if qa else (),
+            turn_start_error_ms=tuple(t.start_error_ms for t in turns) if qa else (),
+            clipped_samples=clipped,
+            qa_retries=retries,
         )
 
-    def process(self, batch: list[Dialogue]) -> list[RenderedDialogue | Reject]:
-        self.open()
-        return [self.render(d) for d in batch]
+    def _qa_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
+        if not self.cfg.qa.enabled:
+            return None
+        for k, t in spoken.items():
+            if t.wer is not None and t.wer > self.cfg.qa.max_wer:
+                return "qa_wer", f"turn {k}: WER {t.wer:.2f} > {self.cfg.qa.max_wer:.2f}"
+            if t.start_error_ms is not None and t.start_error_ms > self.cfg.qa.max_start_error_ms:
+                return "qa_timing", (f"turn {k}: word starts {t.start_error_ms:.0f} ms from Whisper's "
+                                     f"> {self.cfg.qa.max_start_error_ms:.0f} ms")
+        return None
+
+    def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
+        engine = self.engines[voice]
+        syn = engine.synthesize(spoken)
+        tokens = spoken_tokens(spoken)
+        words = [w for w, _ in tokens]
+        audio = loudness_normalise(_resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
+        spans = syn.spans
+        heard = lined = None
+        if self.aligner is not None and (self.cfg.qa.enabled or not engine.timed):
+            from kame_data.speech.whisper import line_up
+
+            heard = self.aligner.transcribe(audio, self.cfg.sample_rate)
+            lined = line_up(words, heard)
+            if not engine.timed:
+                spans = lined.spans
+        spans = complete_spans(spans, [len(w) for w in words], syn.audio, syn.sample_rate)
+        if not engine.timed:
+            spans = cover_voice(spans, syn.audio, syn.sample_rate)
+        duration = len(audio) / self.cfg.sample_rate
+        spans = [(min(s, duration), min(e, duration)) for s, e in spans]
+        turn = _Turn(SpokenTurn(speaker, audio, words, spans, engine.label))
+        if heard is not None and self.cfg.qa.enabled:
+            from kame_data.speech.whisper import normalise_words, start_error_ms, transcript, word_error_rate
+
+            turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), 4)
+            # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
+            err = start_error_ms(spans, lined) if engine.timed else None
+            turn.start_error_ms = None if err is None else round(err, 1)
+        return turn
+
+
+# --- worker processes ------------------------------------------------------------------------
+
+_WORKER: SpeakStage | None = None
+_WORKER_ERROR = ""
+
+
+def _init_worker(cfg: SpeakConfig, seed: int) -> None:
+    """Runs once in each worker: loads every voice (and Whisper) on one thread."""
+    global _WORKER, _WORKER_ERROR
+    try:
+        stage = SpeakStage(replace(cfg, workers=1), seed)
+        stage.open_local(threads=1)
+        _WORKER = stage
+    except Exception as e:  # reported to the parent by the first task, with its message
+        _WORKER_ERROR = f"{type(e).__name__}: {e}"
+
+
+def _worker_ready(_: int) -> str:
+    return _WORKER_ERROR if _WORKER is None else ""
+
+
+def _render_in_worker(dialogue: Dialogue) -> RenderedDialogue | Reject:
+    if _WORKER is None:
+        raise RuntimeError(f"speak worker could not load its voices: {_WORKER_ERROR}")
+    return _WORKER.render(dialogue)

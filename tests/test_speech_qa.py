@@ -1,0 +1,95 @@
+"""Speech QA and the Whisper aligner: normalisation, WER, mapping Whisper's words onto ours,
+the manifest's quality summary; then the real bundled Whisper base on real voices."""
+
+import numpy as np
+import pytest
+
+from kame_data.records import Dialogue, RenderedDialogue, Reject, Turn
+from kame_data.runner.manifest import dialogue_quality, quality_summary
+from kame_data.script.normalize import spoken_words, to_spoken
+from kame_data.speech.engines import VoiceConfig
+from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
+from kame_data.speech.whisper import HeardWord, line_up, normalise_words, start_error_ms, word_error_rate
+
+
+def test_both_sides_normalise_the_same_way():
+    assert normalise_words(" $24.50 for 24 apples.") == normalise_words(to_spoken("$24.50 for twenty-four apples"))
+    assert normalise_words("It's B, Mars!") == ["it's", "b", "mars"]
+    assert normalise_words("OK, 3.5%") == ["okay", "three", "point", "five", "percent"]
+
+
+def test_word_error_rate():
+    assert word_error_rate(["a", "b", "c", "d"], ["a", "b", "c", "d"]) == 0
+    assert word_error_rate(["a", "b", "c", "d"], ["a", "x", "c"]) == 0.5  # one substitution, one deletion
+    assert word_error_rate(["a"], ["a", "b", "c"]) == 2.0
+    assert word_error_rate([], []) == 0 and word_error_rate([], ["a"]) == 1.0
+
+
+def test_line_up_maps_digits_and_misheard_words():
+    tokens = spoken_words(to_spoken("It costs $24 for 3 apples."))  # It costs twenty four dollars for three apples
+    heard = [HeardWord(" It", 0.0, 0.2), HeardWord(" costs", 0.2, 0.6), HeardWord(" $24", 0.7, 1.6),
+             HeardWord(" for", 1.7, 1.9), HeardWord(" free", 2.0, 2.3), HeardWord(" apples.", 2.3, 2.9)]
+    lined = line_up(tokens, heard)
+    assert len(lined.spans) == len(tokens) == 8
+    s = dict(zip(tokens, lined.spans))
+    assert s["It"] == (0.0, 0.2) and s["apples"] == (2.3, 2.9)
+    # "$24" -> twenty four dollars: its time shared out by letters
+    assert lined.spans[2][0] == 0.7 and lined.spans[4][1] == 1.6 and lined.spans[2][1] < lined.spans[3][0] + 1e-9
+    assert lined.spans[6] == (2.0, 2.3)  # "three" misheard as "free": still placed where it was said
+    # only words Whisper wrote exactly as ours count for the start error
+    assert lined.exact == [True, True, False, False, False, True, False, True]
+    ours = [(0.05, 0.2), (0.3, 0.6), (0.7, 1.0), (1.0, 1.3), (1.3, 1.6), (1.75, 1.9), (2.0, 2.3), (2.4, 2.9)]
+    assert start_error_ms(ours, lined) == pytest.approx(75.0)  # |Δ| 50, 100, 50, 100 -> median 75
+
+
+def test_quality_summary_for_the_manifest():
+    d = Dialogue("q-v0", "q", "test", "misc", 0, [])
+    r1 = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], [], turn_wer=(0.0, 0.1),
+                          turn_start_error_ms=(40.0, None), clipped_samples=0, qa_retries=1)
+    r2 = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], [], turn_wer=(0.0, 0.0),
+                          turn_start_error_ms=(60.0, 20.0), clipped_samples=7)
+    q = quality_summary([r1, {"quality": dialogue_quality(r2)}])
+    assert q["wer"] == {"turns": 4, "median": 0.0, "mean": 0.025, "max": 0.1}
+    assert q["word_start_error_ms"] == {"turns": 3, "median": 40.0, "mean": 40.0, "max": 60.0}
+    assert q["clipped_samples"] == 7 and q["clipped_dialogues"] == 1 and q["qa_voice_retries"] == 1
+    assert quality_summary([]) == {"clipped_samples": 0, "clipped_dialogues": 0, "qa_voice_retries": 0}
+
+
+def _dialogue(id: str, user: str, assistant: str) -> Dialogue:
+    return Dialogue(id, id.rsplit("-", 1)[0], "test", "misc", 0, [
+        Turn("user", "B", user, to_spoken(user)), Turn("assistant", "A", assistant, to_spoken(assistant))])
+
+
+@pytest.mark.slow
+def test_whisper_hears_piper_and_agrees_on_word_starts():
+    from kame_data.speech.whisper import WhisperAligner, whisper_model_dir
+
+    d = whisper_model_dir()
+    assert (d / "model.bin").stat().st_size > 100_000_000 and (d / "tokenizer.json").is_file()
+    stage = SpeakStage(SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True), workers=1), seed=1)
+    r = stage.render(_dialogue("qa-1-v0", "Which planet is known as the red planet? Is it A, Venus, or B, Mars?",
+                               "It's B, Mars, because iron oxide covers its surface. It costs $24.50 for 3 apples."))
+    assert isinstance(r, RenderedDialogue), r
+    assert max(r.turn_wer) <= 0.05, r.turn_wer
+    assert all(e is not None and e <= 80 for e in r.turn_start_error_ms), r.turn_start_error_ms
+    assert isinstance(stage.aligner, WhisperAligner)
+
+
+@pytest.mark.slow
+def test_a_voice_that_fails_qa_is_replaced_then_the_dialogue_rejected():
+    # espeak's formant voices are hard for Whisper base (WER about 0.3); piper's Joe is not
+    pool = (VoiceConfig("espeak", "en-us+f3", rate=200), VoiceConfig("piper", "joe"))
+    cfg = SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=0.15, max_start_error_ms=160), workers=1)
+    stage = SpeakStage(cfg, seed=2)
+    # a dialogue that draws the espeak voice first
+    did = next(f"fb-{i}-v0" for i in range(100) if stage.candidates(f"fb-{i}-v0", "user")[0] == pool[0])
+    user = "Which planet is known as the red planet? Is it Venus, or is it Mars?"
+    r = stage.render(_dialogue(did, user, "Mars."))
+    assert isinstance(r, RenderedDialogue), r
+    assert r.timings[0].voice == "piper:joe" and r.qa_retries == 1 and r.turn_wer[0] <= 0.15
+
+    strict = SpeakStage(SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=-1.0), workers=1), seed=2)
+    strict.engines, strict.aligner = stage.engines, stage.aligner  # reuse the loaded models
+    rej = strict.render(_dialogue(did, user, "Mars."))
+    assert isinstance(rej, Reject) and rej.reason == "qa_wer"
+    assert "espeak:en-us+f3(rate=200)" in rej.detail and "piper:joe" in rej.detail
