@@ -1,0 +1,119 @@
+"""Token rows -> model windows -> batches, with an exact, resumable position.
+
+A speaker's example is its text row, its first dep_q codebooks and the other speaker's first
+n_q - dep_q codebooks (Moshi's layout: the model's voice, then the user's), plus the oracle events
+that predict its replies. Dialogues longer than `max_frames` are cut into near-equal windows
+(kame_finetune splits the same way) and events go with the window they fall in.
+
+The order is a permutation per epoch drawn from (seed, epoch); the augmentation RNG is a numpy
+Generator whose state is checkpointed, so a resumed run sees exactly the batches it would have seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from kame_data.train import TrainError
+from kame_data.train.streams import TEXT_PAD_ID, OracleAugment, OracleEvents, oracle_frames
+from kame_data.train.tokenize import events_of
+
+ZERO_TOKEN = -1  # moshi's zero_token_id: embeds to zero and is left out of the loss
+
+
+@dataclass(frozen=True)
+class Window:
+    id: str
+    codes: np.ndarray  # [1 + n_q, T] int64
+    events: OracleEvents
+
+
+def windows_from_rows(rows: list[dict], speakers: list[str], n_q: int, dep_q: int, max_frames: int) -> list[Window]:
+    other_q = n_q - dep_q
+    if dep_q > 8 or other_q > 8 or other_q < 0:
+        raise TrainError(f"the model wants {dep_q} + {other_q} codebooks; the token data has 8 per speaker")
+    out: list[Window] = []
+    for row in rows:
+        for sp in speakers:
+            other = "B" if sp == "A" else "A"
+            main, oth = np.asarray(row[sp], dtype=np.int64), np.asarray(row[other], dtype=np.int64)
+            codes = np.concatenate([main[:1 + dep_q], oth[1:1 + other_q]], axis=0)
+            ev = events_of(row, sp)
+            T = codes.shape[1]
+            n = max(1, -(-T // max_frames))
+            start = 0
+            for k, chunk in enumerate(np.array_split(codes, n, axis=1)):
+                end = start + chunk.shape[1]
+                keep = np.nonzero((ev.frame_pos >= start) & (ev.frame_pos < end))[0]
+                out.append(Window(f"{row['dialogue_id']}/{sp}/{k}", np.ascontiguousarray(chunk),
+                                  ev.subset(keep, shift=start)))
+                start = end
+    return out
+
+
+@dataclass
+class Batch:
+    codes: torch.Tensor  # [B, 1 + n_q, T], ZERO_TOKEN past each window's end
+    oracle: torch.Tensor  # [B, T]
+    ids: list[str]
+
+    def to(self, device) -> "Batch":
+        return Batch(self.codes.to(device), self.oracle.to(device), self.ids)
+
+
+def collate(windows: list[Window], oracle_start_id: int, rng: np.random.Generator | None,
+            aug: OracleAugment, blank_oracle: bool = False, pad_id: int = TEXT_PAD_ID) -> Batch:
+    T = max(w.codes.shape[1] for w in windows)
+    K = windows[0].codes.shape[0]
+    codes = np.full((len(windows), K, T), ZERO_TOKEN, dtype=np.int64)
+    oracle = np.full((len(windows), T), pad_id, dtype=np.int64)
+    for i, w in enumerate(windows):
+        t = w.codes.shape[1]
+        codes[i, :, :t] = w.codes
+        if not blank_oracle:
+            oracle[i, :t] = oracle_frames(w.events, t, oracle_start_id, pad_id, rng, aug)
+    return Batch(torch.from_numpy(codes), torch.from_numpy(oracle), [w.id for w in windows])
+
+
+class Loader:
+    """Endless batches in a seeded per-epoch order; `state()` / `load_state()` make resume exact."""
+
+    def __init__(self, windows: list[Window], batch_size: int, seed: int, oracle_start_id: int,
+                 aug: OracleAugment, blank_oracle: bool = False):
+        if not windows:
+            raise TrainError("no training windows: the training split has no dialogues")
+        self.windows, self.batch_size, self.seed = windows, batch_size, seed
+        self.oracle_start_id, self.aug, self.blank = oracle_start_id, aug, blank_oracle
+        self.epoch, self.cursor = 0, 0
+        self.rng = np.random.default_rng([seed, 1])
+        self._order = self._perm(0)
+
+    def _perm(self, epoch: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, 0, epoch]).permutation(len(self.windows))
+
+    def next_batch(self) -> Batch:
+        picked: list[Window] = []
+        while len(picked) < self.batch_size:
+            if self.cursor >= len(self._order):
+                self.epoch, self.cursor = self.epoch + 1, 0
+                self._order = self._perm(self.epoch)
+            picked.append(self.windows[int(self._order[self.cursor])])
+            self.cursor += 1
+        return collate(picked, self.oracle_start_id, self.rng, self.aug, self.blank)
+
+    def state(self) -> dict[str, Any]:
+        return {"epoch": self.epoch, "cursor": self.cursor, "rng": self.rng.bit_generator.state}
+
+    def load_state(self, st: dict[str, Any]) -> None:
+        self.epoch, self.cursor = int(st["epoch"]), int(st["cursor"])
+        self._order = self._perm(self.epoch)
+        self.rng.bit_generator.state = st["rng"]
+
+
+def eval_batches(windows: list[Window], batch_size: int, oracle_start_id: int, blank_oracle: bool = False):
+    """Every window once, in order, with the plain oracle stream (no augmentation)."""
+    for i in range(0, len(windows), batch_size):
+        yield collate(windows[i:i + batch_size], oracle_start_id, None, OracleAugment(), blank_oracle)

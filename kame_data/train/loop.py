@@ -1,0 +1,363 @@
+"""The training loop: AdamW with warm-up and cosine decay, gradient accumulation, bf16 on CUDA,
+separate text and audio loss weights, eval loss, JSONL metrics, and checkpoints that resume
+exactly (weights, optimizer, step, data position, RNG states).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from kame_data.train import TrainError
+from kame_data.train.config import TrainConfig, load_train_config
+from kame_data.train.data import Loader, Window, eval_batches, windows_from_rows
+from kame_data.train.model import OracleLM, build_model, compile_context, lm_kwargs_for, lm_losses, load_lm_state
+from kame_data.train.streams import OracleAugment
+from kame_data.train.tokenize import TokenDatasetInfo, read_token_rows, tokenize_dataset
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int], Any]
+CKPT_DIR = "checkpoints"
+METRICS = "metrics.jsonl"
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Learning rate for optimizer step `step` (1-based): linear warm-up, then cosine to min_lr_ratio."""
+    o, total = cfg.optim, cfg.train.steps
+    if o.warmup_steps > 0 and step <= o.warmup_steps:
+        return o.lr * step / o.warmup_steps
+    span = max(1, total - o.warmup_steps)
+    progress = min(1.0, (step - o.warmup_steps) / span)
+    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+class Trainer:
+    """Owns the model, optimizer, loader and output folder; `run()` trains to `cfg.train.steps`."""
+
+    def __init__(self, cfg: TrainConfig, out_dir: Path, train_windows: list[Window],
+                 eval_windows: list[Window] | None = None, text_vocab: int | None = None,
+                 codec_card: int | None = None):
+        self.cfg, self.out = cfg, Path(out_dir)
+        t = cfg.train
+        if t.threads:
+            torch.set_num_threads(t.threads)
+        self.device = resolve_device(t.device)
+        precision = t.precision
+        if precision == "auto":
+            precision = "bf16-mixed" if self.device.type == "cuda" else "fp32"
+        self.precision = precision
+        param_dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+        torch.manual_seed(cfg.seed)
+        self.model: OracleLM = build_model(cfg.model.preset, cfg.model.weights, cfg.model.overrides,
+                                           device=self.device, dtype=param_dtype)
+        lm = self.model.lm
+        if text_vocab is not None and text_vocab > lm.text_card:
+            raise TrainError(f"the text tokenizer has {text_vocab} ids but the model's text_card is {lm.text_card}")
+        if codec_card is not None and codec_card > lm.card:
+            raise TrainError(f"the codec has {codec_card} codes per codebook but the model's card is {lm.card}")
+        self.model.train()
+        decay = [p for p in self.model.parameters() if p.ndim >= 2]
+        no_decay = [p for p in self.model.parameters() if p.ndim < 2]
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.optim.weight_decay},
+                                      {"params": no_decay, "weight_decay": 0.0}],
+                                     lr=cfg.optim.lr, betas=tuple(cfg.optim.betas))
+        o = cfg.oracle
+        self.aug = OracleAugment(o.skip_prob[0], o.skip_prob[1], o.shift_prob, tuple(o.right_shift), tuple(o.left_shift))
+        self.loader = Loader(train_windows, t.batch_size, cfg.seed, self.model.oracle_start_id, self.aug, o.blank)
+        self.eval_windows = eval_windows or []
+        self.step = 0
+        self._t0 = time.perf_counter()
+        self._elapsed_before = 0.0
+        n_params = sum(p.numel() for p in self.model.parameters())
+        log.info("model %s: %.2fM parameters on %s (%s); %d training windows, %d eval windows",
+                 cfg.model.preset, n_params / 1e6, self.device, precision, len(train_windows), len(self.eval_windows))
+
+    # ------------------------------------------------------------------------------ steps
+
+    def _autocast(self):
+        if self.precision == "bf16-mixed":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return nullcontext()
+
+    def _losses(self, batch) -> dict[str, torch.Tensor]:
+        b = batch.to(self.device)
+        with self._autocast(), compile_context(self.cfg.train.compile):
+            out = self.model(b.codes, b.oracle)
+        return lm_losses(out, b.codes, self.model.lm.dep_q, self.cfg.train.text_pad_weight)
+
+    def train_step(self) -> dict[str, float]:
+        """One optimizer step over grad_accum micro-batches; returns its metrics."""
+        t = self.cfg.train
+        step = self.step + 1
+        lr = lr_at(step, self.cfg)
+        for g in self.opt.param_groups:
+            g["lr"] = lr
+        tot = {"loss": 0.0, "text_loss": 0.0, "audio_loss": 0.0}
+        frames = 0
+        for _ in range(t.grad_accum):
+            batch = self.loader.next_batch()
+            frames += int((batch.codes[:, 0] >= 0).sum())
+            L = self._losses(batch)
+            loss = t.text_loss_weight * L["text"] + t.audio_loss_weight * L["audio"]
+            (loss / t.grad_accum).backward()
+            tot["loss"] += loss.item() / t.grad_accum
+            tot["text_loss"] += L["text"].item() / t.grad_accum
+            tot["audio_loss"] += L["audio"].item() / t.grad_accum
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip or float("inf"))
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        self.step = step
+        return {"step": step, **tot, "lr": lr, "grad_norm": float(gnorm), "frames": frames}
+
+    @torch.no_grad()
+    def evaluate(self, blank_oracle: bool | None = None) -> dict[str, float]:
+        """Mean losses over every eval window, with the plain oracle stream (no augmentation)."""
+        if not self.eval_windows:
+            return {}
+        blank = self.cfg.oracle.blank if blank_oracle is None else blank_oracle
+        self.model.eval()
+        sums = {"text": 0.0, "audio": 0.0}
+        n = 0
+        try:
+            for batch in eval_batches(self.eval_windows, self.cfg.train.batch_size, self.model.oracle_start_id, blank):
+                L = self._losses(batch)
+                k = int((batch.codes[:, 0] >= 0).sum())  # frames, so windows weigh by length
+                sums["text"] += L["text"].item() * k
+                sums["audio"] += L["audio"].item() * k
+                n += k
+        finally:
+            self.model.train()
+        t = self.cfg.train
+        text, audio = sums["text"] / n, sums["audio"] / n
+        return {"eval_loss": t.text_loss_weight * text + t.audio_loss_weight * audio,
+                "eval_text_loss": text, "eval_audio_loss": audio}
+
+    # ------------------------------------------------------------------------------ checkpoints
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.out / CKPT_DIR
+
+    def checkpoints(self) -> list[Path]:
+        return sorted(self.ckpt_dir.glob("step-*.pt"))
+
+    def save_checkpoint(self) -> Path:
+        """Everything an exact resume needs, written under a temporary name then renamed."""
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        state = {
+            "step": self.step,
+            "resume_hash": self.cfg.resume_hash(),
+            "config": self.cfg.to_dict(),
+            "model": self.model.lm_state_dict(),
+            "optim": self.opt.state_dict(),
+            "loader": self.loader.state(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            "elapsed_s": self.elapsed(),
+        }
+        path = self.ckpt_dir / f"step-{self.step:07d}.pt"
+        tmp = path.with_name(path.name + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+        for old in self.checkpoints()[:-max(1, self.cfg.train.keep_checkpoints)]:
+            old.unlink()
+        log.info("checkpoint %s", path)
+        return path
+
+    def load_checkpoint(self, path: Path) -> None:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if state["resume_hash"] != self.cfg.resume_hash():
+            raise TrainError(f"{path} was written with other training settings; keep the recipe as it was "
+                             "or start over with --restart")
+        load_lm_state(self.model, {k: v.to(self.device) for k, v in state["model"].items()})
+        self.opt.load_state_dict(state["optim"])
+        self.loader.load_state(state["loader"])
+        torch.set_rng_state(state["torch_rng"])
+        if state.get("cuda_rng") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        self.step = int(state["step"])
+        self._elapsed_before = float(state.get("elapsed_s", 0.0))
+        self._t0 = time.perf_counter()
+        self._trim_metrics()
+        log.info("resumed from %s at step %d", path, self.step)
+
+    def resume_latest(self) -> bool:
+        ckpts = self.checkpoints()
+        if not ckpts:
+            return False
+        self.load_checkpoint(ckpts[-1])
+        return True
+
+    def elapsed(self) -> float:
+        return self._elapsed_before + time.perf_counter() - self._t0
+
+    # ------------------------------------------------------------------------------ metrics
+
+    def _log_metrics(self, rec: dict[str, Any]) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        with open(self.out / METRICS, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+
+    def _trim_metrics(self) -> None:
+        """After a resume, drop records past the checkpoint so the log reads as one run."""
+        p = self.out / METRICS
+        if not p.is_file():
+            return
+        keep = [ln for ln in p.read_text("utf-8").splitlines() if ln.strip() and json.loads(ln)["step"] <= self.step]
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text("".join(ln + "\n" for ln in keep), "utf-8")
+        os.replace(tmp, p)
+
+    # ------------------------------------------------------------------------------ run
+
+    def run(self, until: int | None = None, progress: Progress | None = None) -> list[dict[str, Any]]:
+        """Train to `cfg.train.steps` (or stop after step `until`, checkpointed, as an interruption
+        would). Returns the step records of this call."""
+        t = self.cfg.train
+        stop = min(t.steps, until) if until is not None else t.steps
+        bar = progress("train", t.steps) if progress else None
+        if bar is not None and self.step:
+            bar.update(self.step)
+        records: list[dict[str, Any]] = []
+        window = {"loss": 0.0, "text_loss": 0.0, "audio_loss": 0.0, "n": 0, "frames": 0, "t": time.perf_counter()}
+        try:
+            while self.step < stop:
+                snapshot = self._snapshot()
+                try:
+                    m = self.train_step()
+                except KeyboardInterrupt:
+                    self._restore(snapshot)
+                    raise
+                records.append(m)
+                for k in ("loss", "text_loss", "audio_loss"):
+                    window[k] += m[k]
+                window["n"] += 1
+                window["frames"] += m["frames"]
+                if bar is not None:
+                    bar.update(1)
+                    if hasattr(bar, "set_postfix"):
+                        bar.set_postfix(loss=f"{m['loss']:.3f}", lr=f"{m['lr']:.1e}", refresh=False)
+                if self.step % t.log_every == 0 or self.step == stop:
+                    dt = time.perf_counter() - window["t"]
+                    rec = {"step": self.step, **{k: window[k] / window["n"] for k in ("loss", "text_loss", "audio_loss")},
+                           "lr": m["lr"], "grad_norm": m["grad_norm"], "frames_per_s": window["frames"] / max(dt, 1e-9),
+                           "elapsed_s": round(self.elapsed(), 3)}
+                    self._log_metrics(rec)
+                    log.info("step %d loss %.4f (text %.4f, audio %.4f) lr %.2e", self.step, rec["loss"],
+                             rec["text_loss"], rec["audio_loss"], m["lr"])
+                    window = {"loss": 0.0, "text_loss": 0.0, "audio_loss": 0.0, "n": 0, "frames": 0, "t": time.perf_counter()}
+                if self.eval_windows and (self.step % t.eval_every == 0 or self.step == t.steps):
+                    ev = self.evaluate()
+                    self._log_metrics({"step": self.step, **ev, "elapsed_s": round(self.elapsed(), 3)})
+                    log.info("step %d eval loss %.4f (text %.4f, audio %.4f)", self.step, ev["eval_loss"],
+                             ev["eval_text_loss"], ev["eval_audio_loss"])
+                if self.step % t.checkpoint_every == 0 or self.step == stop:
+                    self.save_checkpoint()
+        except KeyboardInterrupt:
+            log.warning("interrupted after step %d; checkpointing so the run can resume", self.step)
+            self.save_checkpoint()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+        return records
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {"loader": self.loader.state(), "torch_rng": torch.get_rng_state()}
+
+    def _restore(self, snap: dict[str, Any]) -> None:
+        """Undo a half-done step (Ctrl-C inside it): the optimizer had not stepped yet."""
+        self.opt.zero_grad(set_to_none=True)
+        self.loader.load_state(snap["loader"])
+        torch.set_rng_state(snap["torch_rng"])
+
+    def export(self, path: Path) -> Path:
+        """The trained LM with its oracle embedding as safetensors (kame_finetune's key names)."""
+        from safetensors.torch import save_file
+
+        tmp = path.with_name(path.name + ".tmp")
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.model.lm_state_dict().items()}, str(tmp))
+        os.replace(tmp, path)
+        return path
+
+
+def windows_for(cfg: TrainConfig, tokens: TokenDatasetInfo, split: str) -> list[Window]:
+    kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
+    rows = read_token_rows(tokens.files(split))
+    return windows_from_rows(rows, cfg.data.speakers, kw["n_q"], kw["dep_q"], cfg.data.max_frames)
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    tokens: Path
+    steps: int
+    resumed_from: int
+    last: dict[str, Any] = field(default_factory=dict)
+    eval: dict[str, Any] = field(default_factory=dict)
+    weights: Path | None = None
+    seconds: float = 0.0
+
+
+def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = None, *, max_steps: int | None = None,
+          restart: bool = False, progress: Progress | None = None) -> TrainResult:
+    """Tokenise `dataset` (a `kame-data run` output) into OUT/tokens, then train into OUT:
+    OUT/metrics.jsonl, OUT/checkpoints/, OUT/model.safetensors, OUT/train.log. A run whose
+    checkpoints exist resumes from the latest unless `restart`."""
+    t0 = time.perf_counter()
+    cfg = recipe if isinstance(recipe, TrainConfig) else load_train_config(recipe)
+    if max_steps is not None:
+        cfg.train.steps = max_steps
+    dataset = Path(dataset)
+    if not (dataset / "data").is_dir():
+        raise TrainError(f"{dataset}: not a kame-data dataset (no data/ folder); make one with `kame-data run`")
+    out = Path(out) if out is not None else Path("out") / "train" / cfg.name
+    if restart:
+        shutil.rmtree(out / CKPT_DIR, ignore_errors=True)
+        (out / METRICS).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "train.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    root = logging.getLogger("kame_data")
+    old_level = root.level
+    root.addHandler(handler)
+    if root.getEffectiveLevel() > logging.INFO:
+        root.setLevel(logging.INFO)
+    try:
+        if cfg.train.threads:
+            torch.set_num_threads(cfg.train.threads)
+        tokens = tokenize_dataset(dataset, out / "tokens", cfg, progress)
+        train_w = windows_for(cfg, tokens, cfg.data.train_split)
+        eval_w = windows_for(cfg, tokens, cfg.data.eval_split) if cfg.data.eval_split in tokens.meta["splits"] else []
+        if cfg.data.eval_split and not eval_w:
+            log.warning("no '%s' split in %s: training without eval loss", cfg.data.eval_split, dataset)
+        trainer = Trainer(cfg, out, train_w, eval_w, text_vocab=tokens.text_card, codec_card=tokens.meta["codec"]["card"])
+        resumed = trainer.step if trainer.resume_latest() else 0
+        recs = trainer.run(progress=progress)
+        weights = trainer.export(out / "model.safetensors")
+        ev = trainer.evaluate() if eval_w else {}
+        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2), "utf-8")
+        return TrainResult(out, tokens.path, trainer.step, resumed, recs[-1] if recs else {}, ev, weights,
+                           time.perf_counter() - t0)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()

@@ -1,0 +1,252 @@
+"""Per-frame streams the model reads (DESIGN.md, "Training streams"), in numpy only.
+
+Frames are 80 ms (Mimi's 12.5 Hz). A speaker's text stream holds its SentencePiece tokens from the
+frame of each word's start, pad elsewhere, with the pad just before a word turned into end-of-pad.
+Oracle events are kept at event level, as kame_finetune's `prepare_dataset` stores them (frame,
+ratio, skip-forbid flag, ragged prediction and hint tokens), because the reference loader draws its
+augmentations (event skipping, whole-stream shift) afresh each time it turns them into frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+FRAME_RATE = 12.5
+FRAME_MS = 80
+TEXT_PAD_ID = 3  # Moshi's `existing_text_padding_id`
+END_OF_PAD_ID = 0  # Moshi's `existing_text_end_padding_id`
+
+Encode = Callable[[str], list[int]]
+
+
+def frame_of_ms(ms: int | float) -> int:
+    """The frame an instant falls in: floor(ms / 80)."""
+    return int(ms) // FRAME_MS
+
+
+def frame_of_seconds(seconds: float) -> int:
+    # Via whole milliseconds, so 0.16 s is frame 2 and not 1.9999… -> 1.
+    return frame_of_ms(round(seconds * 1000))
+
+
+def num_frames(num_samples: int, sample_rate: int = 24000) -> int:
+    """Mimi frames for a clip: one per started 80 ms (Mimi pads the last frame)."""
+    hop = int(sample_rate / FRAME_RATE)
+    return -(-num_samples // hop)
+
+
+def text_stream(words: Iterable[tuple[str, float]], encode: Encode, frames: int,
+                pad_id: int = TEXT_PAD_ID, end_pad_id: int = END_OF_PAD_ID) -> np.ndarray:
+    """One speaker's text stream from (word, start seconds) pairs in time order.
+
+    A word's tokens go one per frame from the frame of its start, or right after the previous
+    word's tokens when those run past it (so no token is lost); tokens past the end are cut.
+    """
+    out = np.full(frames, pad_id, dtype=np.int64)
+    cursor = 0
+    for word, start in words:
+        toks = encode(word)
+        if not toks:
+            continue
+        pos = max(frame_of_seconds(start), cursor)
+        if pos >= frames:
+            break
+        if pos > 0 and out[pos - 1] == pad_id:
+            out[pos - 1] = end_pad_id
+        n = min(len(toks), frames - pos)
+        out[pos:pos + n] = toks[:n]
+        cursor = pos + n
+    return out
+
+
+def encode_lines(encode: Encode, text: str, newline_id: int | None) -> list[int]:
+    """Oracle text as tokens: lines encoded apart and joined by the newline piece, no BOS
+    (kame_finetune's `tokenize_oracle` does the same, so the two token datasets agree)."""
+    lines = [encode(line) for line in text.split("\n")]
+    if newline_id is None:
+        return [t for line in lines for t in line]
+    out: list[int] = []
+    for i, line in enumerate(lines):
+        if i:
+            out.append(newline_id)
+        out.extend(line)
+    return out
+
+
+def pack_ragged(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """list[list[int]] -> (values int32, offsets int32 of length len+1), as kame_finetune stores them."""
+    offsets = np.zeros(len(lists) + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum([len(x) for x in lists], dtype=np.int64)
+    values = np.fromiter((t for x in lists for t in x), dtype=np.int32, count=int(offsets[-1]))
+    return values, offsets
+
+
+@dataclass(frozen=True)
+class OracleEvents:
+    """One speaker's oracle events: what its `<speaker>_oracle_*` columns hold.
+
+    `pred_values[pred_offsets[i]:pred_offsets[i+1]]` are event i's prediction tokens, and likewise
+    for the hint. Frame positions are on the speaker's own frame timeline (before any model delay).
+    """
+
+    frame_pos: np.ndarray  # (E,) int32
+    ratio: np.ndarray  # (E,) float32
+    skip_forbid: np.ndarray  # (E,) int8
+    pred_values: np.ndarray
+    pred_offsets: np.ndarray  # (E+1,)
+    hint_values: np.ndarray
+    hint_offsets: np.ndarray  # (E+1,)
+
+    def __len__(self) -> int:
+        return len(self.frame_pos)
+
+    def pred(self, i: int) -> np.ndarray:
+        return self.pred_values[self.pred_offsets[i]:self.pred_offsets[i + 1]]
+
+    def hint(self, i: int) -> np.ndarray:
+        return self.hint_values[self.hint_offsets[i]:self.hint_offsets[i + 1]]
+
+    def subset(self, keep: Sequence[int], shift: int = 0) -> "OracleEvents":
+        """The events at indices `keep`, positions moved back by `shift` frames."""
+        keep = [int(i) for i in keep]
+        pv, po = pack_ragged([self.pred(i) for i in keep])
+        hv, ho = pack_ragged([self.hint(i) for i in keep])
+        idx = np.asarray(keep, dtype=np.int64)
+        return OracleEvents((self.frame_pos[idx] - shift).astype(np.int32), self.ratio[idx].astype(np.float32),
+                            self.skip_forbid[idx].astype(np.int8), pv, po, hv, ho)
+
+    def columns(self, prefix: str) -> dict[str, list]:
+        """kame_finetune's column names and element types for this speaker (`prefix` is e.g. `A_oracle`)."""
+        return {
+            f"{prefix}_event_frame_pos": self.frame_pos.astype(np.int32).tolist(),
+            f"{prefix}_event_ratio": self.ratio.astype(np.float32).tolist(),
+            f"{prefix}_event_skip_forbid": self.skip_forbid.astype(np.int8).tolist(),
+            f"{prefix}_pred_values": self.pred_values.astype(np.int32).tolist(),
+            f"{prefix}_pred_offsets": self.pred_offsets.astype(np.int32).tolist(),
+            f"{prefix}_hint_values": self.hint_values.astype(np.int32).tolist(),
+            f"{prefix}_hint_offsets": self.hint_offsets.astype(np.int32).tolist(),
+        }
+
+    @classmethod
+    def from_columns(cls, row: dict, prefix: str) -> "OracleEvents":
+        def a(name: str, dtype) -> np.ndarray:
+            return np.asarray(row[f"{prefix}_{name}"] or [], dtype=dtype)
+
+        return cls(a("event_frame_pos", np.int32), a("event_ratio", np.float32), a("event_skip_forbid", np.int8),
+                   a("pred_values", np.int32), a("pred_offsets", np.int32),
+                   a("hint_values", np.int32), a("hint_offsets", np.int32))
+
+    @classmethod
+    def empty(cls) -> "OracleEvents":
+        z = np.zeros(0, np.int32)
+        return cls(z, z.astype(np.float32), z.astype(np.int8), z, np.zeros(1, np.int32), z, np.zeros(1, np.int32))
+
+
+def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequence[dict],
+                 frames: int, encode_text: Callable[[str], list[int]]) -> tuple[OracleEvents, dict[str, int]]:
+    """The events of one channel (the speaker who answers), as kame_finetune tokenises them.
+
+    An event lands at frame floor(timestamp_ms / 80); events past the audio, or with neither
+    prediction nor hint tokens, are dropped (counted in the returned dict). `skip_forbid` marks the
+    last event before a turn switch, which augmentation must never skip: the reference marks an
+    event whose next event has another channel; with a ladder for one target channel (kame-data's
+    default) that happens only at the very end, so an event is also marked when `speaker` says a
+    word between it and the next event of its channel.
+    """
+    dropped = {"outside_audio": 0, "no_tokens": 0}
+    idx = [i for i, e in enumerate(events) if int(e["channel"]) == channel]
+    ends = np.sort(np.asarray([w["end"] for w in words if w["speaker"] == speaker], dtype=np.float64))
+    pos, ratio, forbid, preds, hints = [], [], [], [], []
+    for k, i in enumerate(idx):
+        e = events[i]
+        nxt = idx[k + 1] if k + 1 < len(idx) else None
+        if nxt is None or nxt != i + 1:
+            last = True
+        else:
+            t0, t1 = e["timestamp_ms"] / 1000.0, events[nxt]["timestamp_ms"] / 1000.0
+            last = bool(np.any((ends > t0) & (ends <= t1)))
+        f = frame_of_ms(e["timestamp_ms"])
+        if f < 0 or f >= frames:
+            dropped["outside_audio"] += 1
+            continue
+        p = (e.get("prediction") or "").strip()
+        h = (e.get("hint") or "").strip()
+        pt = encode_text(p) if p else []
+        ht = encode_text(h) if h else []
+        if not pt and not ht:
+            dropped["no_tokens"] += 1
+            continue
+        pos.append(f)
+        ratio.append(float(e.get("current_spoken_ratio") or 0.0))
+        forbid.append(1 if last else 0)
+        preds.append(pt)
+        hints.append(ht)
+    pv, po = pack_ragged(preds)
+    hv, ho = pack_ragged(hints)
+    return OracleEvents(np.asarray(pos, np.int32), np.asarray(ratio, np.float32), np.asarray(forbid, np.int8),
+                        pv, po, hv, ho), dropped
+
+
+@dataclass(frozen=True)
+class OracleAugment:
+    """The reference loader's augmentations. Skip probability is drawn per example from
+    U(skip_min, skip_max); shift moves the whole stream right or left with `shift_prob`."""
+
+    skip_min: float = 0.0
+    skip_max: float = 0.0
+    shift_prob: float = 0.0
+    right_shift: tuple[int, int] = (1, 10)
+    left_shift: tuple[int, int] = (1, 15)
+
+    @property
+    def active(self) -> bool:
+        return self.skip_max > 0.0 or self.skip_min > 0.0 or self.shift_prob > 0.0
+
+
+def oracle_frames(ev: OracleEvents, frames: int, start_id: int, pad_id: int = TEXT_PAD_ID,
+                  rng: np.random.Generator | None = None, aug: OracleAugment = OracleAugment()) -> np.ndarray:
+    """The per-frame oracle stream: pad everywhere except after each kept event, where its frame
+    holds `start_id` and the following frames its tokens, one per frame (the hint's when the
+    speaker's turn was fully heard, ratio >= 1.0, and a hint exists; else the prediction's).
+    A later event overwrites the frames it writes (as the reference loader does). Events marked
+    `skip_forbid` are never skipped.
+    """
+    out = np.full(frames, pad_id, dtype=np.int64)
+    skip_p = 0.0
+    if rng is not None and (aug.skip_max > 0.0 or aug.skip_min > 0.0):
+        skip_p = float(rng.uniform(min(aug.skip_min, aug.skip_max), max(aug.skip_min, aug.skip_max)))
+    for i in np.argsort(ev.frame_pos, kind="stable").tolist():
+        f = int(ev.frame_pos[i])
+        if f < 0 or f >= frames:
+            continue
+        if skip_p > 0.0 and not ev.skip_forbid[i] and float(rng.random()) < skip_p:
+            continue
+        hint = ev.hint(i)
+        seq = hint if (float(ev.ratio[i]) >= 1.0 and hint.size) else ev.pred(i)
+        if seq.size == 0:
+            continue
+        out[f] = start_id
+        n = min(seq.size, frames - f - 1)
+        out[f + 1:f + 1 + n] = seq[:n]
+    if rng is not None and aug.shift_prob > 0.0:
+        out = shift_stream(out, rng, aug, pad_id)
+    return out
+
+
+def shift_stream(o: np.ndarray, rng: np.random.Generator, aug: OracleAugment, pad_id: int = TEXT_PAD_ID) -> np.ndarray:
+    """With probability `shift_prob`, move the whole stream right (later) or left (earlier) by a
+    drawn number of frames, padding the uncovered end: the model must not rely on exact timing."""
+    if rng.random() >= aug.shift_prob or o.size <= 1:
+        return o
+    right = bool(rng.integers(0, 2))
+    lo, hi = aug.right_shift if right else aug.left_shift
+    s = max(1, min(int(rng.integers(lo, hi + 1)), o.size - 1))
+    out = np.full_like(o, pad_id)
+    if right:
+        out[s:] = o[:-s]
+    else:
+        out[:-s] = o[s:]
+    return out
