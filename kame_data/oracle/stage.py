@@ -116,38 +116,45 @@ class OracleStage:
             pending = still
         return preds, errors
 
-    def process(self, batch: list[RenderedDialogue]) -> list[Sample | Reject]:
+    def map(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
+        """Per dialogue: [Sample, event rejects…] or [Reject]. All steps of the batch are sent
+        together, so a remote backend overlaps them."""
         self.open()
         target = TARGETS[self.cfg.target]
         ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
                    for r in batch]
         flat = [s for steps in ladders for s in steps]
         preds, errors = self._predict(flat)
-        out: list[Sample | Reject] = []
+        groups: list[list[Sample | Reject]] = []
         offset = 0
         for rendered, steps in zip(batch, ladders):
             mine = list(zip(preds[offset: offset + len(steps)], errors[offset: offset + len(steps)]))
             offset += len(steps)
-            failed = [e for _, e in mine if e]
-            if failed:
-                # The service failed (not the model): reject the dialogue whole, so a rerun redoes it
-                # (its successful answers are cached) instead of publishing a ladder with holes.
-                out.append(Reject(self.name, rendered.id, "llm_failed",
-                                  f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})"))
+            groups.append(self._assemble(rendered, steps, mine))
+        return groups
+
+    def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
+        failed = [e for _, e in mine if e]
+        if failed:
+            # The service failed (not the model): reject the dialogue whole, so a rerun redoes it
+            # (its successful answers are cached) instead of publishing a ladder with holes.
+            return [Reject(self.name, rendered.id, "llm_failed",
+                           f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})")]
+        out: list[Sample | Reject] = []
+        events = []
+        for step, (pred, _) in zip(steps, mine):
+            if not pred:
+                out.append(Reject(self.name, f"{rendered.id}@{step.timestamp_ms}", "empty_prediction",
+                                  f"no usable prediction after {self.cfg.retries + 1} attempts (level {step.level})"))
                 continue
-            events = []
-            for step, (pred, _) in zip(steps, mine):
-                if not pred:
-                    out.append(Reject(self.name, f"{rendered.id}@{step.timestamp_ms}", "empty_prediction",
-                                      f"no usable prediction after {self.cfg.retries + 1} attempts (level {step.level})"))
-                    continue
-                events.append(OracleEvent(
-                    timestamp_ms=step.timestamp_ms, conversation_context=step.conversation_context, prediction=pred,
-                    total_word_count=step.total_word_count, trigger_word=step.trigger_word,
-                    recent_words=step.recent_words, current_spoken_ratio=step.current_spoken_ratio,
-                    channel=step.channel, hint=step.hint, level=step.level))
-            if not events:
-                out.append(Reject(self.name, rendered.id, "no_oracle_events", "the ladder produced no events"))
-                continue
-            out.append(Sample(rendered=rendered, oracle=events))
-        return out
+            events.append(OracleEvent(
+                timestamp_ms=step.timestamp_ms, conversation_context=step.conversation_context, prediction=pred,
+                total_word_count=step.total_word_count, trigger_word=step.trigger_word,
+                recent_words=step.recent_words, current_spoken_ratio=step.current_spoken_ratio,
+                channel=step.channel, hint=step.hint, level=step.level))
+        if not events:
+            return out + [Reject(self.name, rendered.id, "no_oracle_events", "the ladder produced no events")]
+        return [Sample(rendered=rendered, oracle=events)] + out
+
+    def process(self, batch: list[RenderedDialogue]) -> list[Sample | Reject]:
+        return [o for group in self.map(batch) for o in group]
