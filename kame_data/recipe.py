@@ -27,6 +27,17 @@ class SourceSpec:
     split: str | None = None
     limit: int | None = None
     license: str | None = None
+    # Selection and mix (see kame_data/sources/sampling.py): a stratified sample of `quota` items,
+    # optionally capped or fixed `per_category`, scripted into `variants` dialogues each or
+    # `dialogues` in all.
+    quota: int | None = None
+    per_category: int | dict[str, int] | None = None
+    categories: list[str] | None = None
+    variants: int | None = None
+    dialogues: int | None = None
+    # `kind: jsonl` only: the source's name in the output and its field mapping.
+    name: str | None = None
+    fields: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -1,46 +1,62 @@
-"""Source adapters on the real fixture rows (../shared/fixtures/sources)."""
+"""Source adapters, filters and sampling on the real fixture rows (../shared/fixtures/sources)."""
 
 import json
+import textwrap
 from collections import Counter
 
 import pytest
 
-from kame_data.records import Reject, SourceItem
-from kame_data.recipe import SourceSpec
+from kame_data.recipe import RecipeError, SourceSpec, load_recipe
+from kame_data.records import FollowUp, Reject, SourceItem
 from kame_data.schema import validate
-from kame_data.sources import load_source
-from kame_data.sources.rows import SourceError, read_rows
 from kame_data.script.template import ScriptConfig, script_batch
+from kame_data.sources import load_items, load_source
+from kame_data.sources import filters as F
+from kame_data.sources.rows import SourceError, read_rows
+from kame_data.sources.sampling import allocate, assign_variants, select
 
 FILES = {
     "mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"],
     "gsm8k": ["gsm8k_test_200.jsonl"],
     "hssbench": ["hssbench_sample.jsonl"],
+    "mt_bench": ["mt_bench_questions.jsonl"],
 }
 
+# Every fixture row through ingest (adapters + filters) and the template script: what is dropped, and why.
+EXPECTED_REASONS = {
+    "mmlu_pro_test_300.jsonl": {"heavy_latex": 3, "heavy_math": 9, "needs_context": 1, "needs_image": 1, "too_long": 21},
+    "mmlu_pro_validation.jsonl": {"code": 1, "heavy_math": 1, "too_long": 2},
+    "gsm8k_test_200.jsonl": {},
+    "hssbench_sample.jsonl": {"needs_context": 11, "needs_image": 64, "not_english": 1, "too_long": 1},
+    "mt_bench_questions.jsonl": {"code": 9, "not_english": 1, "table": 1, "too_long": 2, "no_reference_answer": 39},
+}
+EXPECTED_DIALOGUES = {"mmlu_pro_test_300.jsonl": 265, "mmlu_pro_validation.jsonl": 66, "gsm8k_test_200.jsonl": 200,
+                      "hssbench_sample.jsonl": 23, "mt_bench_questions.jsonl": 28}
 
-def _load(fixtures_dir, kind, name):
-    return list(load_source(SourceSpec(kind=kind, path=str(fixtures_dir / name))))
+
+def _load(fixtures_dir, kind, name, **spec):
+    return list(load_source(SourceSpec(kind=kind, path=str(fixtures_dir / name), **spec)))
 
 
 @pytest.mark.parametrize("kind,name", [(k, n) for k, names in FILES.items() for n in names])
-def test_fixture_rows_parse_and_script(fixtures_dir, kind, name):
+def test_fixture_rows_ingest_and_script(fixtures_dir, kind, name):
     results = _load(fixtures_dir, kind, name)
     rows = sum(1 for _ in read_rows(path=fixtures_dir / name))
-    assert len(results) == rows
+    assert len(results) == rows  # every row is an item or a reject: nothing silently dropped
     items = [r for r in results if isinstance(r, SourceItem)]
     for item in items:
         validate("source_item", item.to_dict())
-    for r in results:
-        if isinstance(r, Reject):
-            validate("reject", r.to_dict())
     dialogues = script_batch(items, ScriptConfig(), seed=0)
     assert len(dialogues) == len(items)
+    rejects = [r for r in results + dialogues if isinstance(r, Reject)]
+    for r in rejects:
+        validate("reject", r.to_dict())
+        assert r.reason and r.detail
     for d in dialogues:
-        if isinstance(d, Reject):
-            validate("reject", d.to_dict())
-        else:
+        if not isinstance(d, Reject):
             validate("dialogue", d.to_dict())
+    assert dict(Counter(r.reason for r in rejects)) == EXPECTED_REASONS[name]
+    assert sum(not isinstance(d, Reject) for d in dialogues) == EXPECTED_DIALOGUES[name]
 
 
 def test_gsm8k_answers_lose_calculator_notes(fixtures_dir):
@@ -49,17 +65,84 @@ def test_gsm8k_answers_lose_calculator_notes(fixtures_dir):
     first = items[0]
     assert first.answer == "18"
     assert "<<" not in first.explanation and "####" not in first.explanation
+    assert first.explanation == "Janet sells 16 - 3 - 4 = 9 duck eggs a day. She makes 9 * 2 = $18 every day at the farmer’s market."
+
+
+def test_gsm8k_socratic_steps():
+    from kame_data.sources.gsm8k import parse_row
+
+    row = {"question": "Q?", "answer": "How many eggs are left? ** 16 - 3 = <<16-3=13>>13 eggs are left.\n#### 13"}
+    item = parse_row(row, 0)
+    assert item.explanation == "16 - 3 = 13 eggs are left." and item.answer == "13"
+
+
+def test_mmlu_pro_cot_and_padding(fixtures_dir):
+    items = {r.id: r for r in _load(fixtures_dir, "mmlu_pro", "mmlu_pro_validation.jsonl") if isinstance(r, SourceItem)}
+    assert items["mmlu_pro-44"].explanation.startswith("In lap winding, effectively two resistors")
+    assert not items["mmlu_pro-44"].explanation.endswith("(A).")
+    from kame_data.sources.mmlu_pro import parse_row
+
+    item = parse_row({"question_id": 1, "question": "Q?", "options": ["a", "N/A", "b", "c"], "answer": "C",
+                      "answer_index": 2, "cot_content": "", "category": "x"}, 0)
+    assert item.options == ["a", "b", "c"] and item.answer == "b" and item.answer_letter == "B"
+
+
+# HSSBench questions that point at their (absent) picture, and questions that read as plain text.
+HSS_NEEDS_IMAGE = [
+    "The table below displays hypothetical demand and supply schedules",
+    "The following image reflects the incorrect description of the Shang Yang Reform",
+    "Diagrams A, B, and C show 3 individual consumers' demand curves",
+    "Which of the following best explains why the firm shown in this graph",
+    "With a budget of $200 million, the government can choose",
+    "Observe the masks and clothing details worn by the participants in the picture",
+    "Which of the following statements most accurately describes the encounter between the conquistador",
+    "What is the painter's core intention in blurring the battle?",
+    "The simple sketch of a thatched pavilion",
+    "What emotion does the color tone of this painting convey?",
+    "The use of color and open brushwork in this detail",
+    'The following comic "Advanced Consciousness"',
+    "Affected by the continuous decline in international oil prices",
+    "The following are painted works unearthed in 1991",
+    "War-themed films hold an important position in the history of Chinese cinema.",
+    "In 776 BC, ancient Greece held the first athletic competition.",
+    "Please determine which part in the diagram has the smallest nutrient storage",
+    "Please observe the details of the facial expression and hand gestures of the person on the left",
+]
+HSS_KEPT = [
+    "What are the potential reasons behind the significant rise in Sinn Féin",
+    "Although the Democratic Party won several highly populated counties in Florida",
+    "What were the main reasons for the changes in the political attitudes of Russian voters",
+    "Which social trend was reflected by Trump's victory in 2016?",
+    "What is the main objective of the Wilderness Act of 1964",
+    "Which biogeographical region dominates the north of the Iberian Peninsula?",
+    "Why is the inauguration of the memorial to the Roma in 2012 significant",
+]
 
 
 def test_hssbench_image_questions_rejected(fixtures_dir):
+    rows = [json.loads(line) for line in (fixtures_dir / "hssbench_sample.jsonl").read_text("utf-8").splitlines()]
     results = _load(fixtures_dir, "hssbench", "hssbench_sample.jsonl")
-    reasons = Counter(r.reason for r in results if isinstance(r, Reject))
-    assert reasons["needs_image"] >= 10
-    kept = [r for r in results if isinstance(r, SourceItem)]
-    assert kept, "some text-only HSSBench questions must survive"
-    for r in results:
-        if isinstance(r, Reject) and r.reason == "needs_image":
-            assert r.detail
+    by_question = {" ".join(row["question"].split()): res for row, res in zip(rows, results)}
+
+    def find(prefix):
+        hits = [res for q, res in by_question.items() if q.startswith(prefix)]
+        assert len(hits) == 1, prefix
+        return hits[0]
+
+    assert len(HSS_NEEDS_IMAGE) >= 10 and len(HSS_KEPT) >= 5
+    for prefix in HSS_NEEDS_IMAGE:
+        res = find(prefix)
+        assert isinstance(res, Reject) and res.reason == "needs_image", (prefix, res)
+        assert res.detail
+    for prefix in HSS_KEPT:
+        assert isinstance(find(prefix), SourceItem), prefix
+
+
+def test_hssbench_missing_context_rejected(fixtures_dir):
+    reasons = {r.detail for r in _load(fixtures_dir, "hssbench", "hssbench_sample.jsonl")
+               if isinstance(r, Reject) and r.reason == "needs_context"}
+    assert "refers to 'Questions 9-12 refer to'" in reasons
+    assert "refers to 'from Document 2'" in reasons
 
 
 def test_hssbench_odd_answers_do_not_crash():
@@ -68,6 +151,11 @@ def test_hssbench_odd_answers_do_not_crash():
          "correct_answer": "A,C", "category": "Geography"},
         {"id": "x2", "question": "Pick one", "options": {"A": "a", "B": "b"}, "correct_answer": "b", "category": "Art"},
         {"id": "x3", "question": "Pick one", "options": {"A": "a", "B": "b"}, "correct_answer": "Z", "category": "Art"},
+        {"id": "x4", "question": "Pick", "options": {"A": "a", "B": "b", "C": "c"}, "correct_answer": "A、C"},
+        {"id": "x5", "question": "Pick", "options": {"A": "a", "B": "b", "C": "c"}, "correct_answer": "CA"},
+        {"id": "x6", "question": "Pick", "options": {"A": "a", "B": "b"}, "correct_answer": None},
+        {"id": "x7", "question": "Pick", "options": {"A": "a", "C": "c"}, "correct_answer": "A"},
+        {"id": "x8", "question": "Pick", "options": "A or B", "correct_answer": "A"},
     ]
     from kame_data.sources.hssbench import parse_row
 
@@ -75,6 +163,183 @@ def test_hssbench_odd_answers_do_not_crash():
     assert isinstance(out[0], SourceItem) and out[0].answer_letter == "A,C" and out[0].answer == "Nile and Rhine"
     assert isinstance(out[1], SourceItem) and out[1].answer_letter == "B"
     assert isinstance(out[2], Reject) and out[2].reason == "malformed_answer"
+    assert out[3].answer_letter == "A,C" and out[4].answer_letter == "A,C"
+    assert isinstance(out[5], Reject) and out[5].reason == "malformed_answer"
+    assert isinstance(out[6], Reject) and out[6].reason == "malformed_options"
+    assert isinstance(out[7], Reject) and out[7].reason == "malformed_options"
+
+
+def test_mt_bench_two_turns_both_formats(fixtures_dir):
+    items = {r.id: r for r in _load(fixtures_dir, "mt_bench", "mt_bench_questions.jsonl") if isinstance(r, SourceItem)}
+    item = items["mt_bench-104"]
+    assert item.category == "reasoning" and item.answer.startswith("David has no brother")
+    assert item.followups == [FollowUp(question=item.followups[0].question, answer="David has one brother.")]
+    assert items["mt_bench-141"].answer == "" and items["mt_bench-141"].followups[0].answer == ""
+    from kame_data.sources.mt_bench import parse_row
+
+    hub = parse_row({"prompt": ["First?", "Second?"], "prompt_id": 12345678, "category": "stem", "reference": []}, 0)
+    assert hub.id == "mt_bench-12345678" and hub.question == "First?" and hub.followups == [FollowUp("Second?", "")]
+    assert isinstance(parse_row({"prompt": [], "category": "x"}, 3), Reject)
+
+
+def test_mt_bench_categories_selected(fixtures_dir):
+    results = _load(fixtures_dir, "mt_bench", "mt_bench_questions.jsonl", categories=["Reasoning", "STEM", "humanities"])
+    assert {r.category for r in results if isinstance(r, SourceItem)} == {"reasoning", "stem", "humanities"}
+    assert len(results) == 30  # other categories are not read at all, so they are not rejects either
+
+
+def test_jsonl_source_with_field_mapping(tmp_path):
+    rows = [
+        {"uid": "q1", "q": {"text": "Which planet is red?"}, "choices": ["Venus", "Mars"], "a": "B", "topic": "space"},
+        {"uid": "q2", "q": {"text": "Which is a metal?"}, "choices": {"A": "Iron", "B": "Wood"}, "a": 0, "topic": "chem"},
+        {"uid": "q3", "q": {"text": "Capital of France?"}, "choices": [], "a": "Paris", "topic": "geo"},
+        {"uid": "q4", "q": {"text": "Odd?"}, "choices": ["x", "y"], "a": "zebra", "topic": "geo"},
+        {"uid": "q5", "q": {"text": ""}, "a": "x"},
+    ]
+    p = tmp_path / "custom.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows))
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(textwrap.dedent("""
+        name: custom
+        sources:
+          - kind: jsonl
+            name: trivia
+            path: custom.jsonl
+            fields: {question: q.text, answer: a, category: topic, options: choices, id: uid}
+    """))
+    items, rejects = load_items(load_recipe(recipe))
+    assert [i.id for i in items] == ["trivia-q1", "trivia-q2", "trivia-q3"]
+    assert items[0].answer == "Mars" and items[0].answer_letter == "B" and items[0].source == "trivia"
+    assert items[1].answer == "Iron" and items[2].answer == "Paris" and items[2].answer_letter == ""
+    assert {r.id: r.reason for r in rejects} == {"trivia-q4": "malformed_answer", "jsonl-row4": "malformed_question"} or \
+        {r.reason for r in rejects} == {"malformed_answer", "malformed_question"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nsources: [{kind: jsonl, path: custom.jsonl}]\n")
+    with pytest.raises(RecipeError, match="fields"):
+        load_recipe(bad)
+
+
+def _recipe(tmp_path, fixtures_dir, body: str):
+    p = tmp_path / "r.yaml"
+    p.write_text(textwrap.dedent(body).replace("FIX", str(fixtures_dir)))
+    return load_recipe(p)
+
+
+def test_duplicates_across_sources(tmp_path, fixtures_dir):
+    rows = [json.loads(l) for l in (fixtures_dir / "gsm8k_test_200.jsonl").read_text().splitlines()[:3]]
+    copy = tmp_path / "copy.jsonl"
+    copy.write_text("\n".join(json.dumps({"question": "  " + r["question"].upper() + " ", "answer": "1"}) for r in rows))
+    r = _recipe(tmp_path, fixtures_dir, """
+        name: dup
+        sources:
+          - {kind: gsm8k, path: FIX/gsm8k_test_200.jsonl, limit: 5}
+          - {kind: jsonl, name: copy, path: copy.jsonl, fields: {question: question, answer: answer}}
+          - {kind: gsm8k, path: FIX/gsm8k_test_200.jsonl, limit: 2}
+    """)
+    items, rejects = load_items(r)
+    reasons = Counter(x.reason for x in rejects)
+    assert reasons == {"duplicate": 3, "duplicate_id": 2}
+    assert len(items) == 5
+    assert all("same text as gsm8k-" in x.detail for x in rejects if x.reason == "duplicate")
+
+
+def test_filters_configurable(tmp_path, fixtures_dir):
+    strict = _recipe(tmp_path, fixtures_dir, """
+        name: f
+        sources: [{kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl}]
+        filters: {max_seconds: 20, skip: [code]}
+    """)
+    items, rejects = load_items(strict)
+    reasons = Counter(r.reason for r in rejects)
+    assert "code" not in reasons and reasons["too_long"] > 10
+    assert len(items) + len(rejects) == 70
+
+
+def test_filter_functions_are_pure_and_specific():
+    cfg = F.FilterConfig()
+
+    def item(q, options=(), answer="x"):
+        return SourceItem(id="t-1", source="t", category="c", question=q, options=list(options), answer=answer,
+                          answer_letter="A" if options else "")
+
+    assert F.needs_image(item("What does the map below show?"), cfg).reason == "needs_image"
+    assert F.needs_image(item("A certain map uses a scale of 1 inch to 25 miles. What is 5 inches on this map?"), cfg) is None
+    assert F.needs_image(item("Let G be an undirected graph with 5 vertices. How many edges are in the graph?"), cfg) is None
+    assert F.needs_image(item("An object is 20 cm from a converging lens. Where is the image?"), cfg) is None
+    assert F.needs_image(item("A 2 kg block rests on the table. What is the normal force?"), cfg) is None
+    assert F.needs_context(item("According to Document 2, what did Venice do?"), cfg).reason == "needs_context"
+    assert F.table(item("Year | Sales\n2019 | 10\n2020 | 12"), cfg).reason == "table"
+    assert F.code(item("What does this print?\nx = 5;\nprint(x == 5)"), cfg).reason == "code"
+    assert F.code(item("The null hypothesis is rejected at 5%."), cfg) is None
+    assert F.heavy_latex(item(r"Evaluate $\int_0^1 x\,dx$."), cfg).reason == "heavy_latex"
+    assert F.heavy_latex(item(r"What is $\frac{1}{2} + \frac{1}{4}$?"), cfg) is None
+    assert F.heavy_math(item("Which is right?", ["(∀x)(Px ⊃ Qx)", "(∃x)(Px • Qx)", "(∀x)(Px ∨ Qx)", "∃x ¬Px", "(∀x)(Px ≡ Qx)"]),
+                        cfg).reason == "heavy_math"
+    assert F.not_english(item("¿Cuál es la capital de Francia y por qué es la más grande del país?"),
+                         cfg).reason == "not_english"
+    assert F.not_english(item("What does the character 水 mean?"), cfg).reason == "not_english"
+    assert F.not_english(item("What is the value of α in the formula?"), cfg) is None
+    assert F.too_long(item("word " * 300), cfg).reason == "too_long"
+    assert F.malformed_answer(item("Q?", answer="..."), cfg).reason == "malformed_answer"
+    assert F.check(item("What is two plus two?"), cfg) is None
+    assert F.check(item("What does the map below show?"), F.FilterConfig(skip=("needs_image",))) is None
+
+
+def test_stratified_sampling_is_deterministic_and_proportional(tmp_path, fixtures_dir):
+    body = """
+        name: s
+        seed: SEED
+        sources: [{kind: mmlu_pro, path: FIX/mmlu_pro_test_300.jsonl, quota: 70, dialogues: 150}]
+    """
+    a, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
+    b, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
+    c, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "8")))
+    assert [i.id for i in a] == [i.id for i in b] and [i.id for i in a] != [i.id for i in c]
+    assert len(a) == 70 and sum(i.variants for i in a) == 150 and {i.variants for i in a} == {2, 3}
+    available = Counter(r.category for r in _load(fixtures_dir, "mmlu_pro", "mmlu_pro_test_300.jsonl")
+                        if isinstance(r, SourceItem))
+    per_cat = Counter(i.category for i in a)
+    for cat, n in available.items():  # each category in proportion to what passed the filters
+        assert abs(per_cat[cat] - 70 * n / sum(available.values())) < 1
+
+
+def test_per_category_quotas(tmp_path, fixtures_dir):
+    r = _recipe(tmp_path, fixtures_dir, """
+        name: s
+        sources:
+          - {kind: mt_bench, path: FIX/mt_bench_questions.jsonl, per_category: {reasoning: 3, STEM: 2}, variants: 2}
+          - {kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl, per_category: 1}
+    """)
+    items, _ = load_items(r)
+    assert Counter(i.category for i in items if i.source == "mt_bench") == {"reasoning": 3, "stem": 2}
+    assert all(i.variants == 2 for i in items if i.source == "mt_bench")
+    mmlu = Counter(i.category for i in items if i.source == "mmlu_pro")
+    assert len(mmlu) == 14 and set(mmlu.values()) == {1}
+
+
+def test_sampling_helpers():
+    assert allocate({"a": 10, "b": 30}, 8) == {"a": 2, "b": 6}
+    assert allocate({"a": 1, "b": 1, "c": 1}, 2) == {"a": 1, "b": 1, "c": 0}
+    assert allocate({"a": 3}, 10) == {"a": 3}
+    items = [SourceItem(id=f"t-{i}", source="t", category="c", question="q", options=[], answer="a",
+                        answer_letter="") for i in range(10)]
+    assert [i.id for i in select(items, 0, "t", quota=4)] == [i.id for i in select(list(reversed(items)), 0, "t", quota=4)][::-1]
+    exact = assign_variants(items, 0, "t", dialogues=17)
+    assert sum(i.variants for i in exact) == 17
+    scaled = assign_variants(items[:5], 0, "t", dialogues=19, planned_items=10)  # half the items: half the dialogues
+    assert sum(i.variants for i in scaled) == 10
+    assert sum(i.variants for i in assign_variants(items, 0, "t", dialogues=3)) == 10  # at least one each
+
+
+def test_limit_interleaves_sources(tmp_path, fixtures_dir):
+    r = _recipe(tmp_path, fixtures_dir, """
+        name: l
+        sources:
+          - {kind: gsm8k, path: FIX/gsm8k_test_200.jsonl}
+          - {kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl}
+    """)
+    items, _ = load_items(r, limit=4)
+    assert [i.source for i in items] == ["gsm8k", "mmlu_pro", "gsm8k", "mmlu_pro"]
 
 
 def test_bad_jsonl_names_file_and_line(tmp_path):
@@ -96,6 +361,20 @@ def test_parquet_and_json_sources(tmp_path, fixtures_dir):
     assert [x.id for x in a] == [x.id for x in b] and len(a) == 5
 
 
+def test_mt_bench_parquet_lists(tmp_path, fixtures_dir):
+    """Hub rows come back from parquet with list columns; the adapter takes any sequence."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [json.loads(l) for l in (fixtures_dir / "mt_bench_questions.jsonl").read_text().splitlines()]
+    rows = [{"prompt": r["turns"], "prompt_id": r["question_id"], "category": r["category"],
+             "reference": r.get("reference", [])} for r in rows]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "mt.parquet")
+    items = [r for r in load_source(SourceSpec(kind="mt_bench", path=str(tmp_path / "mt.parquet")))
+             if isinstance(r, SourceItem)]
+    assert len(items) == 67 and all(len(i.followups) == 1 for i in items)
+
+
 def test_hub_loading_uses_datasets(tmp_path, fixtures_dir, monkeypatch):
     """The hub path goes through datasets.load_dataset; here a local dataset folder stands in for the hub."""
     import shutil
@@ -106,3 +385,11 @@ def test_hub_loading_uses_datasets(tmp_path, fixtures_dir, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     items = list(load_source(SourceSpec(kind="gsm8k", hub=str(repo), split="test", limit=3)))
     assert len(items) == 3 and all(isinstance(i, SourceItem) for i in items)
+
+
+def test_source_item_round_trips_through_json():
+    item = SourceItem(id="mt_bench-1", source="mt_bench", category="stem", question="Q?", options=[], answer="",
+                      answer_letter="", followups=[FollowUp("Then?", "Yes.")], variants=2)
+    d = json.loads(json.dumps(item.to_dict()))
+    validate("source_item", d)
+    assert SourceItem(**d) == item

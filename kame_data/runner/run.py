@@ -66,7 +66,7 @@ class RunResult:
 
 def build_stages(recipe: Recipe, cache=None) -> list[Stage]:
     return [
-        ScriptStage(build_config(ScriptConfig, recipe.script), recipe.seed),
+        ScriptStage(build_config(ScriptConfig, recipe.script), recipe.seed, cache=cache),
         SpeakStage(build_config(SpeakConfig, recipe.speak), recipe.seed),
         OracleStage(build_config(OracleConfig, recipe.oracle), cache=cache),
     ]

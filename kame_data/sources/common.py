@@ -7,14 +7,6 @@ import re
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-_VISUAL = re.compile(
-    r"\b(image|images|picture|pictured|pictures|photo|photograph|figure|fig\.|diagram|chart|graph|map|"
-    r"table below|table above|following table|shown|painting|portrait|illustration|comic|cartoon|artwork|"
-    r"as seen|the left|the right)\b",
-    re.IGNORECASE,
-)
-
-
 def safe_id(source: str, native: object) -> str:
     """`source-native`, restricted to [A-Za-z0-9_.-] so ids can be used as file names."""
     native = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(native)).strip("._") or "x"
@@ -24,9 +16,3 @@ def safe_id(source: str, native: object) -> str:
 def text_id(source: str, text: str) -> str:
     """A stable id for sources without native ids: a hash of the question text."""
     return f"{source}-{hashlib.sha1(text.strip().encode('utf-8')).hexdigest()[:12]}"
-
-
-def refers_to_visual(question: str) -> str | None:
-    """The visual word a question leans on ('image', 'map', …), or None."""
-    m = _VISUAL.search(question)
-    return m.group(0) if m else None

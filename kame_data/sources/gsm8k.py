@@ -1,4 +1,5 @@
-"""GSM8K (openai/gsm8k): word problems whose answers carry `<<a*b=c>>` notes and `#### N`."""
+"""GSM8K (openai/gsm8k, configs `main` and `socratic`): word problems whose answers carry
+`<<a*b=c>>` calculator notes and end in `#### N`; the steps become the explanation."""
 
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ def parse_row(row: dict, index: int) -> SourceItem | Reject:
     final = m.group(1).strip().replace(",", "")
     steps = CALC_NOTE.sub("", raw[: m.start()])
     steps = _SOCRATIC_Q.sub("", steps)  # the socratic config prefixes each step with a sub-question
-    explanation = " ".join(line.strip() for line in steps.splitlines() if line.strip())
+    # one step per line, often without a full stop: end each so sentences can be told apart
+    lines = [line.strip() for line in steps.splitlines() if line.strip()]
+    explanation = " ".join(line if line[-1] in ".!?" else line.rstrip(",;:") + "." for line in lines)
     return SourceItem(
         id=item_id,
         source=SOURCE,

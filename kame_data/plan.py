@@ -1,0 +1,268 @@
+"""`kame-data plan`: what a recipe will cost, before anything runs.
+
+Nothing is downloaded, synthesised or sent to a model. Item counts come from the recipe (a
+source's `quota`, else its `limit`; a local file without either is counted by its rows, before
+filters); dialogues from `dialogues` or items x variants. Audio length and LLM use are estimates:
+typical spoken words per turn for each source kind (measured on the fixture rows with the
+template script), the recipe's voices and pauses, and the oracle ladder computed on a synthetic
+dialogue of that shape with the recipe's interval and target.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kame_data.llm.accounting import Prices
+
+from kame_data.recipe import Recipe, SourceSpec
+from kame_data.records import Word
+
+log = logging.getLogger(__name__)
+
+# Spoken words per user turn and per assistant turn, and turns per dialogue, with the template
+# script on the fixture rows (kame_data's own measurement; MT-Bench assistant turns are its terse
+# reference answers, which the LLM style replaces).
+TYPICAL_TURNS: dict[str, tuple[float, float, int]] = {
+    "mmlu_pro": (74.0, 17.0, 2),
+    "gsm8k": (53.0, 48.0, 2),
+    "hssbench": (74.0, 13.0, 2),
+    "mt_bench": (40.0, 8.0, 4),
+    "jsonl": (40.0, 25.0, 2),
+}
+# Characters of the LLM-style rewrite prompt per dialogue (system + item + template), same measurement.
+REWRITE_PROMPT_CHARS = {"mmlu_pro": 1770, "gsm8k": 1610, "hssbench": 1770, "mt_bench": 1330, "jsonl": 1500}
+CHARS_PER_TOKEN = 4.0
+TOKENS_PER_WORD = 1.35
+PIPER_WORDS_PER_SECOND = 2.7  # piper voices at length_scale 1.0
+ORACLE_REPLY_WORDS = 22  # predictions are asked for 10-30 words
+
+
+@dataclass
+class SourcePlan:
+    source: str
+    kind: str
+    origin: str  # local file or hub id
+    items: int | None
+    items_from: str  # quota | limit | per_category | rows | unknown
+    dialogues: int | None
+    seconds_per_dialogue: float
+    audio_hours: float | None
+    script_calls: int | None
+    oracle_calls: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+@dataclass
+class Plan:
+    recipe: str
+    style: str
+    sources: list[SourcePlan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    prices: Prices = field(default_factory=Prices)  # the oracle backend's price table
+    budget_usd: float | None = None
+
+    @property
+    def cost_usd(self) -> float | None:
+        prompt, completion = self.total("prompt_tokens"), self.total("completion_tokens")
+        if prompt is None or completion is None:
+            return None
+        return self.prices.cost(int(prompt), int(completion))
+
+    def total(self, key: str) -> int | float | None:
+        values = [getattr(s, key) for s in self.sources]
+        return None if any(v is None for v in values) else sum(values)
+
+    def to_dict(self) -> dict[str, Any]:
+        keys = ("items", "dialogues", "audio_hours", "script_calls", "oracle_calls", "prompt_tokens",
+                "completion_tokens")
+        return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
+                "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
+                "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes)}
+
+
+def _voice_rate(voice: Any, default_engine: str) -> float:
+    """Words per second of a recipe voice (`speak.assistant` / `speak.user`; a list: its first)."""
+    if isinstance(voice, list):
+        voice = voice[0] if voice else {}
+    voice = voice if isinstance(voice, dict) else {}
+    engine = voice.get("engine", default_engine)
+    if engine == "espeak":
+        return float(voice.get("rate", 165)) / 60.0
+    return PIPER_WORDS_PER_SECOND / float(voice.get("length_scale", 1.0) or 1.0)
+
+
+def _mean(value: Any, default: float) -> float:
+    """A pause setting as one number: a number, the middle of [low, high], or of {low:, high:}."""
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return (float(value[0]) + float(value[1])) / 2
+    if isinstance(value, dict) and "low" in value and "high" in value:
+        return (float(value["low"]) + float(value["high"])) / 2
+    return default
+
+
+def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
+    """Rows of a local source file (cheap: no parsing into items, no filters)."""
+    if not spec.path:
+        return None
+    from kame_data.sources.rows import SourceError, read_rows
+
+    try:
+        return sum(1 for _ in read_rows(path=recipe.resolve(spec.path)))
+    except (SourceError, OSError, ValueError) as e:
+        log.warning("plan: cannot count rows of %s: %s", spec.path, e)
+        return None
+
+
+def _items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
+    if spec.quota is not None:
+        return spec.quota, "quota"
+    if isinstance(spec.per_category, dict):
+        n = sum(spec.per_category.values())
+        return (min(n, spec.limit) if spec.limit else n), "per_category"
+    if spec.limit is not None:
+        return spec.limit, "limit"
+    rows = _count_rows(recipe, spec)
+    return (rows, "rows") if rows is not None else (None, "unknown")
+
+
+def _turn_words(kind: str, style: str, llm: dict[str, Any]) -> list[tuple[str, float]]:
+    """(speaker, spoken words) for each turn of a typical dialogue of this source kind."""
+    user, assistant, n_turns = TYPICAL_TURNS.get(kind, TYPICAL_TURNS["jsonl"])
+    pairs = n_turns // 2
+    user_turn, assistant_turn = user / pairs, assistant / pairs
+    if style == "llm":
+        user_turn = min(user_turn, float(llm.get("max_user_words", 90)))
+        assistant_turn = max(assistant_turn, 0.75 * float(llm.get("max_assistant_words", 80)))
+    return [t for _ in range(pairs) for t in (("B", user_turn), ("A", assistant_turn))]
+
+
+def _synthetic_words(turns: list[tuple[str, float]], rates: dict[str, float], lead_in: float, gap: float) -> list[Word]:
+    words, t = [], lead_in
+    for speaker, n in turns:
+        step = 1.0 / rates[speaker]
+        for i in range(max(1, round(n))):
+            words.append(Word(speaker, f"w{len(words)}", t, t + 0.8 * step))
+            t += step
+        t += gap
+    return words
+
+
+def _oracle_load(words: list[Word], oracle: dict[str, Any]) -> tuple[int, int]:
+    """(calls, prompt characters) the oracle stage would send for one dialogue, after the cache
+    has merged identical requests."""
+    from kame_data.oracle.ladder import ladder
+    from kame_data.speech.mix import CHANNEL
+
+    targets = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
+    kwargs = {"only_new_words": True} if oracle.get("trigger") == "new_words" else {}
+    steps = ladder(words, float(oracle.get("interval", 0.5)), targets[oracle.get("target", "assistant")], CHANNEL,
+                   **kwargs)
+    call_level5 = oracle.get("level5") == "call"
+    seen: dict[tuple, int] = {}
+    for s in steps:
+        if s.level == 5 and not call_level5:
+            continue
+        key = (s.conversation_context, s.level, s.hint)
+        seen.setdefault(key, len(s.conversation_context) + (len(s.hint) if s.level >= 1 else 0) + 420)
+    return len(seen), sum(seen.values())
+
+
+def plan_recipe(recipe: Recipe) -> Plan:
+    """The plan of a recipe; reads nothing but the recipe (and counts rows of local files
+    that have no quota or limit)."""
+    script = recipe.script or {}
+    style = script.get("style", "template")
+    llm = script.get("llm", {}) or {}
+    speak = recipe.speak or {}
+    oracle = recipe.oracle or {}
+    rates = {"A": _voice_rate(speak.get("assistant"), "piper"), "B": _voice_rate(speak.get("user"), "espeak")}
+    gap, lead_in, tail = _mean(speak.get("gap"), 0.525), _mean(speak.get("lead_in"), 0.3), _mean(speak.get("tail"), 0.4)
+    default_variants = int(script.get("variants", 1))
+    oracle_max_tokens = int((oracle.get("backend") or {}).get("max_tokens", 48))
+    rewrite_max_tokens = int(llm.get("max_tokens", 400))
+    backend = oracle.get("backend") or {}
+    plan = Plan(recipe=recipe.name, style=style,
+                prices=Prices(float(backend.get("prompt_price_per_million", 0.0)),
+                              float(backend.get("completion_price_per_million", 0.0))),
+                budget_usd=oracle.get("budget_usd"))
+    for spec in recipe.sources:
+        items, items_from = _items(recipe, spec)
+        if spec.dialogues is not None:
+            dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
+        else:
+            dialogues = None if items is None else items * (spec.variants or default_variants)
+        turns = _turn_words(spec.kind, style, llm)
+        words = _synthetic_words(turns, rates, lead_in, gap)
+        seconds = (words[-1].end + tail) if words else 0.0
+        oracle_calls, oracle_chars = _oracle_load(words, oracle)
+        spoken_words = sum(n for _, n in turns)
+        per_dialogue_prompt = oracle_chars / CHARS_PER_TOKEN
+        per_dialogue_completion = oracle_calls * min(oracle_max_tokens, ORACLE_REPLY_WORDS * TOKENS_PER_WORD)
+        script_calls = 0 if style != "llm" else (dialogues or 0)
+        if style == "llm":
+            per_dialogue_prompt += REWRITE_PROMPT_CHARS.get(spec.kind, 1500) / CHARS_PER_TOKEN
+            per_dialogue_completion += min(rewrite_max_tokens, spoken_words * TOKENS_PER_WORD + 4 * len(turns))
+        known = dialogues is not None
+        plan.sources.append(SourcePlan(
+            source=spec.name or spec.kind, kind=spec.kind, origin=spec.path or spec.hub or "", items=items,
+            items_from=items_from, dialogues=dialogues, seconds_per_dialogue=round(seconds, 1),
+            audio_hours=round(dialogues * seconds / 3600, 1) if known else None,
+            script_calls=script_calls if known else None,
+            oracle_calls=dialogues * oracle_calls if known else None,
+            prompt_tokens=round(dialogues * per_dialogue_prompt) if known else None,
+            completion_tokens=round(dialogues * per_dialogue_completion) if known else None,
+        ))
+        if items is None:
+            plan.notes.append(f"{spec.name or spec.kind}: a hub source without `quota` or `limit`: its size is "
+                              "unknown until it is downloaded")
+        elif items_from == "rows":
+            plan.notes.append(f"{spec.name or spec.kind}: {items} rows in {spec.path}, before filters")
+    plan.notes.append("audio and LLM figures are estimates (typical turn lengths per source, the recipe's voices "
+                      "and oracle settings, identical requests counted once)")
+    return plan
+
+
+def _fmt(v: int | float | None, digits: int = 0) -> str:
+    if v is None:
+        return "?"
+    return f"{v:,.{digits}f}" if isinstance(v, float) and digits else f"{round(v):,}"
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as a table for the terminal."""
+    head = f"{'source':<12} {'items':>9} {'dialogues':>10} {'s/dialogue':>10} {'audio h':>9} {'LLM calls':>12} " \
+           f"{'prompt tok':>14} {'output tok':>13}"
+    lines = [f"plan for recipe {plan.recipe!r} (script style: {plan.style})", "", head, "-" * len(head)]
+
+    def row(name, items, dialogues, secs, hours, calls, prompt, completion):
+        return (f"{name:<12} {_fmt(items):>9} {_fmt(dialogues):>10} {secs:>10} {_fmt(hours, 1):>9} {_fmt(calls):>12} "
+                f"{_fmt(prompt):>14} {_fmt(completion):>13}")
+
+    for s in plan.sources:
+        calls = None if s.oracle_calls is None else s.oracle_calls + (s.script_calls or 0)
+        lines.append(row(s.source, s.items, s.dialogues, f"{s.seconds_per_dialogue:.0f}", s.audio_hours, calls,
+                         s.prompt_tokens, s.completion_tokens))
+    t = plan.to_dict()["totals"]
+    calls = None if t["oracle_calls"] is None else t["oracle_calls"] + (t["script_calls"] or 0)
+    lines += ["-" * len(head), row("total", t["items"], t["dialogues"], "", t["audio_hours"], calls,
+                                   t["prompt_tokens"], t["completion_tokens"])]
+    if plan.style == "llm" and t["script_calls"] is not None:
+        lines.append(f"LLM calls: {_fmt(t['script_calls'])} script rewrites + {_fmt(t['oracle_calls'])} oracle "
+                     f"predictions (before retries)")
+    cost = plan.cost_usd
+    if plan.prices.prompt_per_million or plan.prices.completion_per_million:
+        lines.append(f"estimated cost: ${_fmt(cost, 2)} at ${plan.prices.prompt_per_million:g} / "
+                     f"${plan.prices.completion_per_million:g} per million prompt / output tokens")
+        if plan.budget_usd is not None and cost is not None and cost > plan.budget_usd:
+            lines.append(f"budget: ${plan.budget_usd:g} will stop the run at about "
+                         f"{plan.budget_usd / cost:.0%} of the way (it publishes what is done)")
+    else:
+        lines.append("estimated cost: $0 (no price table: set oracle.backend.prompt_price_per_million and "
+                     "completion_price_per_million for a paid API)")
+    lines += [""] + [f"note: {n}" for n in plan.notes]
+    return "\n".join(lines)

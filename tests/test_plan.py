@@ -1,0 +1,97 @@
+"""`kame-data plan`: totals from the recipe alone, nothing downloaded or run."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kame_data.plan import format_plan, plan_recipe
+from kame_data.recipe import load_recipe
+from tests.conftest import CLI
+
+PAPER = {"mmlu_pro": (11996, 22800), "gsm8k": (7428, 11742), "hssbench": (12012, 22040)}
+
+
+@pytest.fixture
+def no_downloads(monkeypatch):
+    """Any attempt to reach the hub fails the test."""
+    import datasets
+
+    def refuse(*a, **k):
+        raise AssertionError("plan must not load datasets")
+
+    monkeypatch.setattr(datasets, "load_dataset", refuse)
+
+
+def test_kame_paper_mix(no_downloads):
+    plan = plan_recipe(load_recipe("recipes/kame_paper.yaml"))
+    split = {s.source: (s.items, s.dialogues) for s in plan.sources}
+    assert split == PAPER
+    totals = plan.to_dict()["totals"]
+    assert totals["dialogues"] == 56582 and totals["items"] == 31436
+    assert totals["script_calls"] == 56582  # the paper's conversational rewrite: one LLM call per dialogue
+    assert totals["oracle_calls"] > 20 * 56582 and totals["prompt_tokens"] > totals["completion_tokens"] > 0
+    assert 300 < totals["audio_hours"] < 2000
+    text = format_plan(plan)
+    assert "56,582" in text and "22,800" in text and "11,742" in text and "22,040" in text
+
+
+def test_cli_plan_prints_the_split():
+    r = subprocess.run(CLI + ["plan", "recipes/kame_paper.yaml"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    total = next(line for line in r.stdout.splitlines() if line.startswith("total"))
+    assert "31,436" in total and "56,582" in total
+    for source, (items, dialogues) in PAPER.items():
+        line = next(line for line in r.stdout.splitlines() if line.startswith(source))
+        assert f"{items:,}" in line and f"{dialogues:,}" in line
+    j = subprocess.run(CLI + ["plan", "kame_paper", "--json"], capture_output=True, text=True, timeout=120)
+    assert json.loads(j.stdout)["totals"]["dialogues"] == 56582
+
+
+def test_mt_bench_eval_plan(no_downloads):
+    plan = plan_recipe(load_recipe("mt_bench_eval"))
+    (src,) = plan.sources
+    assert (src.items, src.dialogues, src.items_from) == (30, 30, "per_category")
+    assert src.script_calls == 30 and src.seconds_per_dialogue > 30
+
+
+def test_quickstart_plan_counts_local_rows():
+    plan = plan_recipe(load_recipe("quickstart"))
+    assert [(s.source, s.items, s.items_from) for s in plan.sources] == [
+        ("mmlu_pro", 4, "rows"), ("gsm8k", 4, "rows"), ("hssbench", 5, "rows")]
+    assert plan.to_dict()["totals"]["script_calls"] == 0  # template style: the oracle is the only LLM user
+    assert any("before filters" in n for n in plan.notes)
+
+
+def test_hub_source_without_quota_is_unknown(tmp_path, no_downloads):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\nsources: [{kind: gsm8k, hub: openai/gsm8k, config: main}]\n")
+    plan = plan_recipe(load_recipe(p))
+    assert plan.sources[0].items is None and plan.to_dict()["totals"]["dialogues"] is None
+    assert "?" in format_plan(plan) and any("unknown" in n for n in plan.notes)
+
+
+def test_oracle_settings_change_the_estimate(tmp_path):
+    base = "name: x\nsources: [{kind: gsm8k, hub: h, quota: 100}]\n"
+    a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    a.write_text(base + "oracle: {interval: 0.5}\n")
+    b.write_text(base + "oracle: {interval: 1.0}\n")
+    calls_a = plan_recipe(load_recipe(a)).sources[0].oracle_calls
+    calls_b = plan_recipe(load_recipe(b)).sources[0].oracle_calls
+    assert calls_b < calls_a
+
+
+def test_plan_prices_and_budget(tmp_path):
+    from kame_data.plan import format_plan, plan_recipe
+    from kame_data.recipe import load_recipe
+
+    p = tmp_path / "priced.yaml"
+    p.write_text("name: priced\nsources:\n  - {kind: gsm8k, hub: openai/gsm8k, config: main, split: test, quota: 1000}\n"
+                 "oracle:\n  budget_usd: 0.5\n  backend: {kind: openai, model: gpt-4.1-nano, "
+                 "prompt_price_per_million: 0.10, completion_price_per_million: 0.40}\n")
+    plan = plan_recipe(load_recipe(p))
+    t = plan.to_dict()["totals"]
+    assert t["cost_usd"] == pytest.approx((t["prompt_tokens"] * 0.10 + t["completion_tokens"] * 0.40) / 1e6)
+    text = format_plan(plan)
+    assert "estimated cost: $" in text and "budget: $0.5 will stop the run" in text
