@@ -87,14 +87,20 @@ def find_recipe(ref: str | Path) -> Path:
     raise RecipeError(f"recipe not found: {ref} (give a YAML path, or a bundled name such as 'quickstart')")
 
 
-def load_recipe(ref: str | Path) -> Recipe:
-    path = find_recipe(ref)
+def read_yaml_mapping(path: Path, error: type[Exception] = RecipeError) -> dict:
+    """A YAML file whose top level is a mapping; `error` names the file and what is wrong."""
     try:
         raw = yaml.safe_load(path.read_text("utf-8"))
     except yaml.YAMLError as e:
-        raise RecipeError(f"{path}: not valid YAML: {e}") from e
+        raise error(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
-        raise RecipeError(f"{path}: a recipe is a YAML mapping, got {type(raw).__name__}")
+        raise error(f"{path}: a recipe is a YAML mapping, got {type(raw).__name__}")
+    return raw
+
+
+def load_recipe(ref: str | Path) -> Recipe:
+    path = find_recipe(ref)
+    raw = read_yaml_mapping(path)
     try:
         validate("recipe", raw, what=f"recipe {path.name}")
     except SchemaError as e:

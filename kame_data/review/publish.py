@@ -9,7 +9,6 @@ disappears without a record.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import logging
 import os
@@ -24,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kame_data.io.shards import sha256_file
 from kame_data.io.atomic import write_json, write_text
 from kame_data.io.card import write_card
 from kame_data.review.data import ReviewError, open_dataset
@@ -42,14 +42,6 @@ class PublishResult:
     excluded: list[str]
     unknown: list[str]  # flagged ids that are not in the dataset
     shards: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _temp_in(folder: Path, name: str) -> Path:
@@ -136,7 +128,7 @@ def publish_excluding(out: str | Path, notes: dict[str, str], dest: str | Path |
                 source = _temp_in(data, name)
                 staged.append(source)
                 shutil.copyfile(src, source)
-            sha = shard["sha256"] if not hits and shard.get("sha256") else _sha256(source)
+            sha = shard["sha256"] if not hits and shard.get("sha256") else sha256_file(source)
             shards.append({"path": f"data/{name}", "split": split, "rows": n, "bytes": source.stat().st_size,
                            "sha256": sha})
             moves.append((source, name))

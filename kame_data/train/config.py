@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kame_data.train import TrainError
 
 
@@ -179,11 +177,7 @@ def find_train_recipe(ref: str | Path) -> Path:
 
 
 def load_train_config(ref: str | Path) -> TrainConfig:
+    from kame_data.recipe import read_yaml_mapping
+
     path = find_train_recipe(ref)
-    try:
-        raw = yaml.safe_load(path.read_text("utf-8"))
-    except yaml.YAMLError as e:
-        raise TrainError(f"{path}: not valid YAML: {e}") from e
-    if not isinstance(raw, dict):
-        raise TrainError(f"{path}: expected a mapping at the top level")
-    return config_from_dict(raw, str(path))
+    return config_from_dict(read_yaml_mapping(path, TrainError), str(path))
