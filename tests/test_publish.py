@@ -200,7 +200,8 @@ def test_card_matches_manifest(quickstart_out):
     assert f"| audio hours | {m['audio_hours']} |" in text
     assert f"| oracle events | {m['oracle_events']} |" in text
     for level, count in m["levels"].items():
-        assert f"| events at level {level} | {count} |" in text
+        f1 = m["oracle_f1_by_level"][level]
+        assert f"| events at level {level} | {count} (mean token-F1 to the true reply {f1:.2f}) |" in text
     for reason, count in m["rejects"].items():
         assert f"| rejected: {reason} | {count} |" in text
     for source, count in m["per_source"].items():
