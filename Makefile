@@ -26,7 +26,11 @@ setup: $(STAMP)
 demo: setup
 	$(BIN)/kame-data run recipes/quickstart.yaml --out $(OUT)
 	$(BIN)/kame-data validate $(OUT)
-	@echo "dataset: $(abspath $(OUT))/data   card: $(abspath $(OUT))/README.md"
+	$(BIN)/kame-data review $(OUT) -o $(OUT)/review.html
+	@echo ""
+	@echo "dataset:     $(abspath $(OUT))/data"
+	@echo "card:        $(abspath $(OUT))/README.md"
+	@echo "review page: $(abspath $(OUT))/review.html"
 
 test: setup
 	$(BIN)/python -m pytest -q
