@@ -6,13 +6,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "sources"
+# Benchmark rows the tests read: redistributable copies plus HSSBench-style rows written for this
+# project (see tests/data/sources/SOURCES.md). They live in the repository, so no test skips.
+FIXTURES = Path(__file__).resolve().parent / "data" / "sources"
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    assert FIXTURES.is_dir(), f"test data missing: {FIXTURES}"
     return FIXTURES
 
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FILES = {
     "mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"],
     "gsm8k": ["gsm8k_test_200.jsonl"],
-    "hssbench": ["hssbench_sample.jsonl"],
+    "hssbench": ["hssbench_own.jsonl"],
     "mt_bench": ["mt_bench_questions.jsonl"],
 }
 FORBIDDEN = re.compile(r"[0-9$\\]|<<|####")
@@ -298,7 +298,7 @@ def _mix(tmp_path, fixtures_dir, seed):
           - {{kind: mmlu_pro, path: {fixtures_dir}/mmlu_pro_test_300.jsonl, quota: 40, dialogues: 70}}
           - {{kind: mmlu_pro, path: {fixtures_dir}/mmlu_pro_validation.jsonl, quota: 20}}
           - {{kind: gsm8k, path: {fixtures_dir}/gsm8k_test_200.jsonl, quota: 30, variants: 2}}
-          - {{kind: hssbench, path: {fixtures_dir}/hssbench_sample.jsonl}}
+          - {{kind: hssbench, path: {fixtures_dir}/hssbench_own.jsonl}}
           - {{kind: mt_bench, path: {fixtures_dir}/mt_bench_questions.jsonl, per_category: {{reasoning: 5, math: 5}}}}
         script: {{mmlu_options: subset, followup_rate: 0.3}}
     """))

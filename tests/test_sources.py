@@ -1,4 +1,4 @@
-"""Source adapters, filters and sampling on the real fixture rows (../shared/fixtures/sources)."""
+"""Source adapters, filters and sampling on the fixture rows in tests/data/sources (see SOURCES.md there)."""
 
 import json
 import textwrap
@@ -18,7 +18,7 @@ from kame_data.sources.sampling import allocate, assign_variants, select
 FILES = {
     "mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"],
     "gsm8k": ["gsm8k_test_200.jsonl"],
-    "hssbench": ["hssbench_sample.jsonl"],
+    "hssbench": ["hssbench_own.jsonl"],
     "mt_bench": ["mt_bench_questions.jsonl"],
 }
 
@@ -27,11 +27,11 @@ EXPECTED_REASONS = {
     "mmlu_pro_test_300.jsonl": {"heavy_latex": 3, "heavy_math": 9, "needs_context": 1, "needs_image": 1, "too_long": 21},
     "mmlu_pro_validation.jsonl": {"code": 1, "heavy_math": 1, "too_long": 2},
     "gsm8k_test_200.jsonl": {},
-    "hssbench_sample.jsonl": {"needs_context": 11, "needs_image": 64, "not_english": 1, "too_long": 1},
+    "hssbench_own.jsonl": {"malformed_answer": 1, "needs_context": 4, "needs_image": 11, "not_english": 1, "too_long": 1},
     "mt_bench_questions.jsonl": {"code": 9, "not_english": 1, "table": 1, "too_long": 2, "no_reference_answer": 39},
 }
 EXPECTED_DIALOGUES = {"mmlu_pro_test_300.jsonl": 265, "mmlu_pro_validation.jsonl": 66, "gsm8k_test_200.jsonl": 200,
-                      "hssbench_sample.jsonl": 23, "mt_bench_questions.jsonl": 28}
+                      "hssbench_own.jsonl": 23, "mt_bench_questions.jsonl": 28}
 
 
 def _load(fixtures_dir, kind, name, **spec):
@@ -87,41 +87,49 @@ def test_mmlu_pro_cot_and_padding(fixtures_dir):
     assert item.options == ["a", "b", "c"] and item.answer == "b" and item.answer_letter == "B"
 
 
-# HSSBench questions that point at their (absent) picture, and questions that read as plain text.
-HSS_NEEDS_IMAGE = [
-    "The table below displays hypothetical demand and supply schedules",
-    "The following image reflects the incorrect description of the Shang Yang Reform",
-    "Diagrams A, B, and C show 3 individual consumers' demand curves",
-    "Which of the following best explains why the firm shown in this graph",
-    "With a budget of $200 million, the government can choose",
-    "Observe the masks and clothing details worn by the participants in the picture",
-    "Which of the following statements most accurately describes the encounter between the conquistador",
-    "What is the painter's core intention in blurring the battle?",
-    "The simple sketch of a thatched pavilion",
-    "What emotion does the color tone of this painting convey?",
-    "The use of color and open brushwork in this detail",
-    'The following comic "Advanced Consciousness"',
-    "Affected by the continuous decline in international oil prices",
-    "The following are painted works unearthed in 1991",
-    "War-themed films hold an important position in the history of Chinese cinema.",
-    "In 776 BC, ancient Greece held the first athletic competition.",
-    "Please determine which part in the diagram has the smallest nutrient storage",
-    "Please observe the details of the facial expression and hand gestures of the person on the left",
-]
+# HSSBench-style questions (hssbench_own.jsonl, written for this project) that point at their
+# (absent) picture, and questions that read as plain text.
+HSS_NEEDS_IMAGE = {
+    "The soldiers in the picture are raising a flag": "refers to 'in the picture'",
+    "What message about the tariff debate does this cartoon give?": "refers to 'this cartoon'",
+    "The graph below shows the market for wheat.": "refers to 'The graph below'",
+    "Refer to Figure 2. Which area represents consumer surplus": "refers to 'Figure 2'",
+    "What feeling does the dark palette of this painting": "refers to 'of this painting'",
+    "What was the painter's reason for leaving the background unfinished?": "refers to 'the painter'",
+    "Judging by the embroidery shown above": "refers to 'shown above'",
+    "The following are postage stamps issued for a national holiday.": "refers to 'The following are postage stamps'",
+    "Observe the contour lines around the village.": "refers to 'Observe'",
+    "Which of the marked locations has the warmest January?": "options are only labels: A, B, C, D",
+    "What does the posture of the man on the right suggest": "refers to 'man on the right'",
+}
+HSS_NEEDS_CONTEXT = {
+    "Questions 4-6 refer to the following information.": "refers to 'Questions 4-6 refer to'",
+    "Using the evidence from Document 3, why did the merchants": "refers to 'from Document 3'",
+    "Which policy would lower unemployment fastest in Scenario 2?": "refers to 'in Scenario 2'",
+    "Read the following passage about migration to cities.": "'the following passage' is not given",
+}
+HSS_OTHER_REJECTS = {
+    "Quelle fête est célébrée le 14 juillet": ("not_english", "question: 5 function words of 'fr', 0 English ones"),
+    "A mid-sized city has grown quickly over the last twenty years": ("too_long", "question: about 97 s spoken > 75 s"),
+    "Which ocean is the largest by area?": ("malformed_answer", "correct_answer 'E'"),
+}
 HSS_KEPT = [
-    "What are the potential reasons behind the significant rise in Sinn Féin",
-    "Although the Democratic Party won several highly populated counties in Florida",
-    "What were the main reasons for the changes in the political attitudes of Russian voters",
-    "Which social trend was reflected by Trump's victory in 2016?",
-    "What is the main objective of the Wilderness Act of 1964",
-    "Which biogeographical region dominates the north of the Iberian Peninsula?",
-    "Why is the inauguration of the memorial to the Roma in 2012 significant",
+    "Which agreement of 1648 brought the Thirty Years' War to an end?",
+    "The main purpose of the Meiji land tax reform in Japan was to (",  # a blank; option "hand farmland back ..."
+    "Which of the following best describes opportunity cost?",  # "of the following": not missing context
+    "Which Dutch artist completed The Night Watch in 1642?",
+    "Which form of Japanese theatre is known for carved masks",
+    "Which holiday do many families in Mexico mark by building home altars",
+    "____ is the language family to which Finnish and Estonian belong.",
+    "What mainly causes the summer monsoon rains in South Asia?",
+    "Which sociologist warned that modern bureaucracy could become an iron cage",
 ]
 
 
-def test_hssbench_image_questions_rejected(fixtures_dir):
-    rows = [json.loads(line) for line in (fixtures_dir / "hssbench_sample.jsonl").read_text("utf-8").splitlines()]
-    results = _load(fixtures_dir, "hssbench", "hssbench_sample.jsonl")
+def _hss_by_question(fixtures_dir):
+    rows = [json.loads(line) for line in (fixtures_dir / "hssbench_own.jsonl").read_text("utf-8").splitlines()]
+    results = _load(fixtures_dir, "hssbench", "hssbench_own.jsonl")
+    assert len(rows) == len(results) == 41
     by_question = {" ".join(row["question"].split()): res for row, res in zip(rows, results)}
 
     def find(prefix):
@@ -129,20 +137,48 @@ def test_hssbench_image_questions_rejected(fixtures_dir):
         assert len(hits) == 1, prefix
         return hits[0]
 
+    return results, find
+
+
+def test_hssbench_image_questions_rejected(fixtures_dir):
+    results, find = _hss_by_question(fixtures_dir)
     assert len(HSS_NEEDS_IMAGE) >= 10 and len(HSS_KEPT) >= 5
-    for prefix in HSS_NEEDS_IMAGE:
+    for prefix, detail in HSS_NEEDS_IMAGE.items():
         res = find(prefix)
         assert isinstance(res, Reject) and res.reason == "needs_image", (prefix, res)
-        assert res.detail
+        assert res.detail == detail, (prefix, res.detail)
+    assert sum(isinstance(r, Reject) and r.reason == "needs_image" for r in results) == len(HSS_NEEDS_IMAGE)
     for prefix in HSS_KEPT:
         assert isinstance(find(prefix), SourceItem), prefix
 
 
 def test_hssbench_missing_context_rejected(fixtures_dir):
-    reasons = {r.detail for r in _load(fixtures_dir, "hssbench", "hssbench_sample.jsonl")
-               if isinstance(r, Reject) and r.reason == "needs_context"}
-    assert "refers to 'Questions 9-12 refer to'" in reasons
-    assert "refers to 'from Document 2'" in reasons
+    results, find = _hss_by_question(fixtures_dir)
+    for prefix, detail in HSS_NEEDS_CONTEXT.items():
+        res = find(prefix)
+        assert isinstance(res, Reject) and res.reason == "needs_context", (prefix, res)
+        assert res.detail == detail, (prefix, res.detail)
+    reasons = {r.detail for r in results if isinstance(r, Reject) and r.reason == "needs_context"}
+    assert reasons == set(HSS_NEEDS_CONTEXT.values())
+
+
+def test_hssbench_other_rejects_and_odd_answers_in_file(fixtures_dir):
+    results, find = _hss_by_question(fixtures_dir)
+    for prefix, (reason, detail) in HSS_OTHER_REJECTS.items():
+        res = find(prefix)
+        assert isinstance(res, Reject) and (res.reason, res.detail) == (reason, detail), (prefix, res)
+    lower = find("Which agreement of 1648 brought the Thirty Years' War to an end?")  # correct_answer "b"
+    assert lower.answer_letter == "B" and lower.answer == "The Peace of Westphalia"
+    two = find("Which two of these are usually treated as public goods")  # "A,D"
+    assert two.answer_letter == "A,D" and two.answer == "Street lighting and National defence"
+    landlocked = find("Which of these countries have no coastline?")  # "C,D"
+    assert landlocked.answer_letter == "C,D" and landlocked.answer == "Bolivia and Mongolia"
+    three = find("____ is the language family")  # three options
+    assert three.options == ["Uralic", "Germanic", "Slavic"] and three.answer_letter == "A"
+    items = [r for r in results if isinstance(r, SourceItem)]
+    assert Counter(i.category for i in items) == {"History": 4, "Economy": 4, "Art": 4, "Culture": 4,
+                                                   "Geography": 4, "Social science": 3}
+    assert all(i.license == "unknown" and i.meta["pic_path"] for i in items)
 
 
 def test_hssbench_odd_answers_do_not_crash():
