@@ -7,6 +7,7 @@ from typing import Any, Protocol
 
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, digest
+from kame_data.workers import EngineCrashed
 
 
 class Stage(Protocol):
@@ -46,7 +47,10 @@ def apply_stage(stage: Stage, stage_key: str, keyed: list[Keyed], store: Checkpo
             results[k.key] = found
     if misses:
         stage.open()  # models load only when something is left to compute (a resumed run may need none)
-        groups = stage_groups(stage, [k.record for k in misses])
+        try:
+            groups = stage_groups(stage, [k.record for k in misses])
+        except EngineCrashed as e:
+            raise (e if e.items else e.on_items([str(getattr(k.record, "id", "?")) for k in misses])) from None
         for k, group in zip(misses, groups):
             if store is not None:
                 store.put(stage.name, digest(stage_key, k.key), group)

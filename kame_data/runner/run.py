@@ -3,7 +3,9 @@ timings, rejects and progress, and writes every output file atomically."""
 
 from __future__ import annotations
 
+import faulthandler
 import logging
+import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, is_dataclass
@@ -27,6 +29,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.script.template import ScriptConfig
 from kame_data.sources import load_items
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.workers import FAULT_LOG_ENV, EngineCrashed
 
 log = logging.getLogger("kame_data.runner")
 
@@ -112,6 +115,9 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("kame_data")
     root.addHandler(handler)
+    # A native crash leaves its Python stack in run.log, here and in every worker process.
+    faulthandler.enable(file=handler.stream, all_threads=True)
+    os.environ[FAULT_LOG_ENV] = str((out_dir / "run.log").resolve())
     if root.level == logging.NOTSET or root.level > logging.INFO:
         root.setLevel(logging.INFO)
     cache = None
@@ -129,6 +135,8 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     finally:
         if cache is not None:
             cache.close()
+        faulthandler.disable()
+        os.environ.pop(FAULT_LOG_ENV, None)
         root.removeHandler(handler)
         handler.close()
 
@@ -227,7 +235,8 @@ def _run(recipe: Recipe, out_dir: Path, limit: int | None, progress_factory: Pro
             if len(samples_meta) % max(recipe.batch_size, 1) == 0:
                 progress.save(samples=len(samples_meta), rejects=len(rejects))
         timings["publish"] = t_pub
-    except (BackendUnavailable, BackendConfigError) as e:
+    except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
+        log.error("aborted: %s", e)
         write_jsonl(out_dir / "rejects.jsonl", [r.to_dict() for r in rejects])
         progress.save(state="failed", error=str(e))
         raise RunError(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)") from e

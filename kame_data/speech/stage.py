@@ -17,6 +17,7 @@ import os
 import random
 import unicodedata
 import weakref
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
@@ -27,6 +28,7 @@ from kame_data.script.normalize import spoken_tokens
 from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
 from kame_data.speech.timing import complete_spans, cover_voice
+from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -199,18 +201,17 @@ class SpeakStage:
     def _start_workers(self) -> None:
         if self._executor is not None:
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         if self.cfg.qa.enabled or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices):
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
-        # spawn: the parent may already run threads (llama.cpp, onnxruntime) that fork would copy badly
-        self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                             initializer=_init_worker, initargs=(self.cfg, self.seed))
+        self._executor = worker_pool(self.workers, _init_worker, (self.cfg, self.seed))
         weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
-        for error in self._executor.map(_worker_ready, range(self.workers)):
+        try:
+            errors = list(self._executor.map(_worker_ready, range(self.workers)))
+        except BrokenProcessPool:
+            raise EngineCrashed(self.engine_names, f"{describe_death(self._executor)} while loading voices") from None
+        for error in errors:
             if error:
                 self.close()
                 raise RuntimeError(f"speak worker could not load its voices: {error}")
@@ -229,7 +230,22 @@ class SpeakStage:
             self.open_local()
             return [self.render(d) for d in batch]
         self._start_workers()
-        return list(self._executor.map(_render_in_worker, batch))
+        futures = [self._executor.submit(_render_in_worker, d) for d in batch]
+        try:
+            return [f.result() for f in futures]
+        except BrokenProcessPool:
+            crashed = EngineCrashed(self.engine_names, describe_death(self._executor),
+                                    [d.id for d, f in zip(batch, futures) if not f.done() or f.exception()])
+            self.close()
+            raise crashed from None
+
+    @property
+    def engine_names(self) -> str:
+        """The native engines a crash of this stage can come from, for error messages."""
+        names = sorted({v.engine for v in self.cfg.voices})
+        if self.cfg.qa.enabled or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices):
+            names.append("whisper")
+        return "speech engine (" + ", ".join(names) + ")"
 
     def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
         """The role's pool, starting at the voice this dialogue draws; the rest are QA fallbacks."""
