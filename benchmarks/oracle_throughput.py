@@ -23,13 +23,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kame_data.llm.cache import RequestCache  # noqa: E402
-from kame_data.llm.loopback_server import serve  # noqa: E402
+from kame_data.llm.config import BackendConfig
 from kame_data.oracle.ladder import ladder  # noqa: E402
 from kame_data.oracle.prompts import build_request  # noqa: E402
-from kame_data.oracle.stage import BackendConfig, OracleConfig, OracleStage  # noqa: E402
-from kame_data.oracle.synthetic import synthetic_dialogue  # noqa: E402
-from kame_data.records import Sample  # noqa: E402
-from kame_data.speech.mix import CHANNEL  # noqa: E402
+from kame_data.oracle.stage import OracleConfig, OracleStage  # noqa: E402
+from kame_data.records import (
+    CHANNEL,  # noqa: E402
+    Sample,  # noqa: E402
+)
+from tests.loopback_server import serve  # noqa: E402
+from tests.synthetic import synthetic_dialogue  # noqa: E402
 
 
 class Server:

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
-from kame_data.llm.loopback_server import LoopbackServer  # noqa: E402
 from kame_data.recipe import load_recipe  # noqa: E402
+from tests.loopback_server import LoopbackServer  # noqa: E402
 
 NAMES = ["Ana", "Ben", "Chloe", "Dev", "Ema", "Finn", "Gus", "Hana", "Ivo", "Jo"]
 THINGS = ["apples", "books", "marbles", "stickers", "shells", "cards", "coins", "pens"]

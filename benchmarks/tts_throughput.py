@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kame_data.records import Dialogue, Turn  # noqa: E402
-from kame_data.script.normalize import to_spoken  # noqa: E402
 from kame_data.speech.engines import VoiceConfig  # noqa: E402
 from kame_data.speech.stage import SpeakConfig, SpeakStage  # noqa: E402
+from kame_data.text.normalize import to_spoken  # noqa: E402
 
 SENTENCES = [
     "The mitochondria produce most of the chemical energy that powers a cell.",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from enum import Enum
 import time
+from enum import Enum
 from pathlib import Path
 from typing import Optional
 
@@ -125,7 +125,7 @@ def validate_cmd(out: Path = typer.Argument(..., help="An output folder written 
 
     Exits 1 at the first violation and names its shard, row id and field.
     """
-    from kame_data.io.validate import DatasetInvalid, validate_dataset
+    from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 
     try:
         report = validate_dataset(out)
@@ -159,7 +159,11 @@ def export_cmd(
 
     Example:  kame-data export kame-finetune out/quickstart out/quickstart-kame
     """
-    from kame_data.io.export import ExportError, export_kame_finetune, export_moshi_finetune
+    from kame_data.dataset.export import (
+        ExportError,
+        export_kame_finetune,
+        export_moshi_finetune,
+    )
 
     _console_logging()
     try:
@@ -187,7 +191,7 @@ def push_cmd(
     The token is read from the HF_TOKEN environment variable and never printed.
     HF_ENDPOINT selects another hub; HF_HUB_OFFLINE=1 makes the push fail at once.
     """
-    from kame_data.io.push import PushError, push_dataset
+    from kame_data.dataset.push import PushError, push_dataset
 
     _console_logging()
     try:

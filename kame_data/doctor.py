@@ -63,7 +63,12 @@ def check_espeak(opts: dict) -> str:
 
 def check_whisper(opts: dict) -> str:
     from kame_data.speech.engines import VoiceConfig, open_engine
-    from kame_data.speech.whisper import WhisperAligner, normalise_words, transcript, word_error_rate
+    from kame_data.speech.whisper import (
+        WhisperAligner,
+        normalise_words,
+        transcript,
+        word_error_rate,
+    )
 
     syn = open_engine(VoiceConfig(engine="piper", voice="joe"), threads=1).synthesize(SENTENCE)
     heard = transcript(WhisperAligner(threads=1).transcribe(syn.audio, syn.sample_rate))
@@ -99,8 +104,8 @@ def check_parquet(opts: dict) -> str:
     import pyarrow.parquet as pq
     from datasets import Audio, load_dataset
 
-    from kame_data.io.audio import decode, wav_bytes
-    from kame_data.io.dataset import SAMPLE_RATE
+    from kame_data.audio import decode, wav_bytes
+    from kame_data.dataset.rows import SAMPLE_RATE
 
     pcm = (np.sin(np.linspace(0, 2000, SAMPLE_RATE)) * 8000).astype(np.int16)
     stereo = np.stack([pcm, np.zeros_like(pcm)], axis=1)
@@ -122,8 +127,8 @@ def check_parquet(opts: dict) -> str:
 
 def check_moshi(opts: dict) -> str:
     try:
-        import torch
         import moshi  # noqa: F401
+        import torch
     except ImportError as e:
         raise Skip(f"not installed ({e.name}); the bundled trainer needs the `train` extra and moshi") from None
     from kame_data.train.model import build_model

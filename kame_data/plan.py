@@ -15,7 +15,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kame_data.llm.accounting import Prices
-
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Word
 
@@ -156,7 +155,7 @@ def _oracle_load(words: list[Word], oracle: dict[str, Any]) -> tuple[int, int]:
     """(calls, prompt characters) the oracle stage would send for one dialogue, after the cache
     has merged identical requests."""
     from kame_data.oracle.ladder import ladder
-    from kame_data.speech.mix import CHANNEL
+    from kame_data.records import CHANNEL
 
     targets = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
     kwargs = {"only_new_words": True} if oracle.get("trigger") == "new_words" else {}

@@ -14,6 +14,13 @@ import numpy as np
 
 ASSISTANT = "assistant"
 USER = "user"
+# The speaker/channel convention (DESIGN.md), as in moshi-finetune and kame_finetune's
+# `--moshi_speakers A`: the assistant is speaker A on the left channel (0), the user speaker B on
+# the right channel (1).
+SPEAKER = {ASSISTANT: "A", USER: "B"}
+ROLE = {speaker: role for role, speaker in SPEAKER.items()}
+CHANNEL = {"A": 0, "B": 1}
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # multiple-choice option letters, in option order
 
 
 @dataclass(frozen=True)

@@ -2,19 +2,16 @@
 real Parquet; then what a trainer does with it (load_dataset, decode audio) and `validate`."""
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kame_data.io.audio import decode
-from kame_data.io.validate import DatasetInvalid, validate_dataset
+from kame_data.audio import decode
+from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 from kame_data.records import ORACLE_REFERENCE_FIELDS
 from tests.audio_checks import assert_speech_only_at_words
 

@@ -9,9 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 
-from kame_data.io.export import (ExportError, export_kame_finetune, export_moshi_finetune, kame_oracle_record,
-                                 safe_stem)
-from kame_data.io.shards import ShardWriter
+from kame_data.dataset.export import (
+    ExportError,
+    export_kame_finetune,
+    export_moshi_finetune,
+    kame_oracle_record,
+    safe_stem,
+)
+from kame_data.dataset.shards import ShardWriter
 from kame_data.records import ORACLE_REFERENCE_FIELDS, OracleEvent
 from tests.conftest import CLI
 from tests.test_publish import make_row
@@ -95,7 +100,7 @@ def test_unknown_split_is_refused(hostile_out, tmp_path):
 def test_mono_audio_is_refused(tmp_path):
     out = tmp_path / "out"
     row = make_row("r0")
-    from kame_data.io.audio import decode, wav_bytes
+    from kame_data.audio import decode, wav_bytes
 
     pcm, sr = decode(row["audio"]["bytes"])
     row["audio"]["bytes"] = wav_bytes(pcm[:, 0], sr)

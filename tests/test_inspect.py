@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
+from kame_data.cli.main import app
 from typer.testing import CliRunner
 
-from kame_data.cli.main import app
-from kame_data.review.metrics import clean_text
+from kame_data.oracle.metrics import clean_text
 from tests.test_review import tiny_dataset
 
 WIDE = {"COLUMNS": "260"}  # wide enough that no short prefix of a prediction wraps

@@ -9,7 +9,13 @@ import re
 
 import pytest
 
-from kame_data.script.normalize import UNSPEAKABLE, is_speakable, say_fraction, spoken_words, to_spoken
+from kame_data.text.normalize import (
+    UNSPEAKABLE,
+    is_speakable,
+    say_fraction,
+    spoken_words,
+    to_spoken,
+)
 
 CASES = [
     ("She sells the remainder for $2 per egg.", "She sells the remainder for two dollars per egg."),

@@ -3,17 +3,17 @@ the request cache, budgets and failure handling."""
 
 import pytest
 
+from kame_data.llm.accounting import BudgetExceeded, Meter, Prices
 from kame_data.llm.base import ChatRequest
 from kame_data.llm.cache import CachedBackend, RequestCache
-from kame_data.llm.accounting import BudgetExceeded, Meter, Prices
+from kame_data.llm.config import BackendConfig
 from kame_data.llm.limits import BackendUnavailable, backoff_delay
-from kame_data.llm.loopback_server import Faults, LoopbackServer
 from kame_data.llm.openai_backend import OpenAIBackend
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.stage import BackendConfig, OracleConfig, OracleStage
-from kame_data.records import Reject, Sample
-from kame_data.speech.mix import CHANNEL
-from kame_data.oracle.synthetic import synthetic_dialogue
+from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.records import CHANNEL, Reject, Sample
+from tests.loopback_server import Faults, LoopbackServer
+from tests.synthetic import synthetic_dialogue
 
 
 def _stage(server, cache=None, **backend):

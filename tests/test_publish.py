@@ -11,9 +11,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from kame_data.io.audio import wav_bytes
-from kame_data.io.card import render_card
-from kame_data.io.shards import PublishConfigError, ShardWriter, split_fractions, split_of
+from kame_data.audio import wav_bytes
+from kame_data.dataset.card import render_card
+from kame_data.dataset.shards import (
+    PublishConfigError,
+    ShardWriter,
+    split_fractions,
+    split_of,
+)
 from kame_data.recipe import RecipeError, load_recipe
 from tests.conftest import CLI
 
@@ -151,7 +156,7 @@ def _raw(ds):
 def test_load_dataset_every_way(quickstart_out, tmp_path):
     import datasets
 
-    from kame_data.io.audio import decode
+    from kame_data.audio import decode
 
     cache = str(tmp_path / "hf-cache")
     m = json.loads((quickstart_out / "manifest.json").read_text())
@@ -290,7 +295,7 @@ def test_push_errors_from_the_hub_are_scrubbed(tiny_out, monkeypatch, caplog):
     """A hub error that echoes the token (as some HTTP errors do) must not carry it out."""
     import huggingface_hub
 
-    from kame_data.io import push
+    from kame_data.dataset import push
 
     class Boom(huggingface_hub.HfApi):
         def create_repo(self, *a, **k):

@@ -18,19 +18,19 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
+from kame_data.cli.main import app
 from typer.testing import CliRunner
 
-from kame_data.cli.main import app
-from kame_data.io.audio import wav_bytes
-from kame_data.io.card import write_card
-from kame_data.io.dataset import arrow_schema
-from kame_data.io.validate import validate_dataset
+from kame_data.audio import wav_bytes
+from kame_data.dataset.card import write_card
+from kame_data.dataset.rows import arrow_schema
+from kame_data.dataset.validate import validate_dataset
 from kame_data.oracle.ladder import ladder
+from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
 from kame_data.records import Word
 from kame_data.review.data import ReviewError
 from kame_data.review.flags import FlagsError, load_flag_notes, load_flags
 from kame_data.review.html import build_page, script_json
-from kame_data.review.metrics import reply_spans, token_f1, true_replies
 from kame_data.review.publish import REASON, publish_excluding
 from tests import chromium
 

@@ -6,7 +6,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from kame_data.llm.loopback_server import LoopbackServer
 from kame_data.recipe import load_recipe
 from tests.conftest import CLI
+from tests.loopback_server import LoopbackServer
 
 pytestmark = pytest.mark.slow
 

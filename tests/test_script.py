@@ -13,14 +13,25 @@ import pytest
 
 from kame_data.llm.base import ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache
-from kame_data.recipe import build_config, load_recipe
-from kame_data.records import ASSISTANT, USER, Dialogue, FollowUp, Reject, SourceItem
+from kame_data.recipe import SourceSpec, build_config, load_recipe
+from kame_data.records import ASSISTANT, USER, Dialogue, Reject, SourceItem
 from kame_data.schema import validate
-from kame_data.script.llm import build_request, check_rewrite, parse_reply, rewrite_batch
+from kame_data.script.llm import (
+    build_request,
+    check_rewrite,
+    parse_reply,
+    rewrite_batch,
+)
 from kame_data.script.stage import ScriptStage
-from kame_data.script.template import ScriptConfig, LlmScriptConfig, ask, clip_words, script_batch, script_item
+from kame_data.script.template import (
+    LlmScriptConfig,
+    ScriptConfig,
+    ask,
+    clip_words,
+    script_batch,
+    script_item,
+)
 from kame_data.sources import load_items, load_source
-from kame_data.recipe import SourceSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = {

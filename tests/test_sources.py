@@ -10,8 +10,8 @@ from kame_data.recipe import RecipeError, SourceSpec, load_recipe
 from kame_data.records import FollowUp, Reject, SourceItem
 from kame_data.schema import validate
 from kame_data.script.template import ScriptConfig, script_batch
-from kame_data.sources import load_items, load_source
 from kame_data.sources import filters as F
+from kame_data.sources import load_items, load_source
 from kame_data.sources.rows import SourceError, read_rows
 from kame_data.sources.sampling import allocate, assign_variants, select
 

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from kame_data.recipe import build_config
-from kame_data.records import Dialogue, RenderedDialogue, Reject, Turn
-from kame_data.script.normalize import spoken_words, to_spoken
+from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.speech.engines import VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
+from kame_data.text.normalize import spoken_words, to_spoken
 from tests.audio_checks import assert_speech_only_at_words
 
 

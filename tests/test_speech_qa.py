@@ -4,12 +4,18 @@ the manifest's quality summary; then the real bundled Whisper base on real voice
 import numpy as np
 import pytest
 
-from kame_data.records import Dialogue, RenderedDialogue, Reject, Turn
+from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.runner.manifest import dialogue_quality, quality_summary
-from kame_data.script.normalize import spoken_words, to_spoken
 from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
-from kame_data.speech.whisper import HeardWord, line_up, normalise_words, start_error_ms, word_error_rate
+from kame_data.speech.whisper import (
+    HeardWord,
+    line_up,
+    normalise_words,
+    start_error_ms,
+    word_error_rate,
+)
+from kame_data.text.normalize import spoken_words, to_spoken
 
 
 def test_both_sides_normalise_the_same_way():

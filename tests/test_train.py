@@ -25,7 +25,12 @@ if not MISSING:
     from kame_data.train.config import config_from_dict
     from kame_data.train.data import Window, eval_batches
     from kame_data.train.loop import Trainer
-    from kame_data.train.model import TINY_LM_KWARGS, build_model, lm_losses, load_lm_state
+    from kame_data.train.model import (
+        TINY_LM_KWARGS,
+        build_model,
+        lm_losses,
+        load_lm_state,
+    )
     from kame_data.train.streams import OracleEvents, pack_ragged
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -323,10 +328,10 @@ def test_cli_trains_the_tiny_recipe_under_five_minutes(quickstart_out, tmp_path)
 
 
 def test_cli_names_the_install_command_when_torch_is_missing(monkeypatch, tmp_path):
+    from kame_data.cli.main import app
     from typer.testing import CliRunner
 
     import kame_data.train as kt
-    from kame_data.cli.main import app
 
     monkeypatch.setattr(kt, "missing_dependencies", lambda: ["torch", "moshi"])
     r = CliRunner().invoke(app, ["train", "train_tiny", "--dataset", str(tmp_path)])

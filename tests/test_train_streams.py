@@ -5,8 +5,18 @@ import pytest
 
 from kame_data.train import TrainError
 from kame_data.train.config import config_from_dict
-from kame_data.train.streams import (OracleAugment, OracleEvents, build_events, frame_of_ms, frame_of_seconds,
-                                     num_frames, oracle_frames, pack_ragged, shift_stream, text_stream)
+from kame_data.train.streams import (
+    OracleAugment,
+    OracleEvents,
+    build_events,
+    frame_of_ms,
+    frame_of_seconds,
+    num_frames,
+    oracle_frames,
+    pack_ragged,
+    shift_stream,
+    text_stream,
+)
 
 START = 200  # text_card of the tiny model: the oracle start token
 

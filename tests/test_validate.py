@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kame_data.io.audio import decode, wav_bytes
-from kame_data.io.validate import DatasetInvalid, validate_dataset
+from kame_data.audio import decode, wav_bytes
+from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 from tests.conftest import CLI
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,12 @@ import os
 
 from kame_data.llm.accounting import Meter
 from kame_data.llm.base import ChatRequest, ChatResult
-from kame_data.llm.limits import BackendUnavailable, RateLimiter, backoff_delay, parse_retry_after
+from kame_data.llm.limits import (
+    BackendUnavailable,
+    RateLimiter,
+    backoff_delay,
+    parse_retry_after,
+)
 
 log = logging.getLogger(__name__)
 

@@ -7,36 +7,14 @@ from dataclasses import dataclass, field
 
 from kame_data.llm.accounting import Meter, Prices
 from kame_data.llm.base import ChatBackend
+from kame_data.llm.config import BackendConfig, open_backend
 from kame_data.oracle.ladder import Step, ladder
 from kame_data.oracle.prompts import build_request, clean_prediction, usable
-from kame_data.records import OracleEvent, Reject, RenderedDialogue, Sample
-from kame_data.speech.mix import CHANNEL
+from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 
 log = logging.getLogger(__name__)
 
 TARGETS = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
-
-
-@dataclass(frozen=True)
-class BackendConfig:
-    kind: str = "llamacpp"  # llamacpp (embedded) | openai (any compatible server) | vllm (offline, GPU)
-    model: str | None = None  # model name for openai / vllm
-    model_path: str | None = None  # a GGUF file for llamacpp (default: the embedded SmolLM2-135M)
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    max_tokens: int = 48
-    temperature: float = 0.7
-    n_ctx: int = 2048
-    threads: int | None = None
-    concurrency: int = 32
-    timeout: float = 30.0
-    max_retries: int = 6
-    backoff_base: float = 0.5
-    rpm: float | None = None
-    tpm: float | None = None
-    max_consecutive_failures: int = 50
-    prompt_price_per_million: float = 0.0
-    completion_price_per_million: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -48,29 +26,6 @@ class OracleConfig:
     level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
     budget_usd: float | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
-
-
-def open_backend(cfg: BackendConfig, meter: Meter | None = None) -> ChatBackend:
-    if cfg.kind == "llamacpp":
-        from kame_data.llm.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads)
-    if cfg.kind == "openai":
-        from kame_data.llm.openai_backend import OpenAIBackend
-
-        if not cfg.model:
-            raise ValueError("oracle.backend.model is required for the openai backend")
-        return OpenAIBackend(cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
-                             concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
-                             backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
-                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter)
-    if cfg.kind == "vllm":
-        from kame_data.llm.vllm_backend import VLLMBackend
-
-        if not cfg.model:
-            raise ValueError("oracle.backend.model is required for the vllm backend")
-        return VLLMBackend(cfg.model)
-    raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp, openai, vllm)")
 
 
 class OracleStage:

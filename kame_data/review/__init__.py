@@ -5,7 +5,7 @@ review page (audio, timeline, ladder, flags), `flags` reads the flags a reviewer
 page, and `publish` rewrites a dataset without the flagged rows.
 """
 
+from kame_data.oracle.metrics import token_f1
 from kame_data.review.flags import FlagsError, load_flags
-from kame_data.review.metrics import token_f1
 
 __all__ = ["FlagsError", "load_flags", "token_f1"]

@@ -27,9 +27,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Optional
 
-from kame_data.io.atomic import write_text
+from kame_data.atomic import write_text
+from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
 from kame_data.review.data import Dataset, ReviewError, open_dataset
-from kame_data.review.metrics import reply_spans, token_f1, true_replies
 
 log = logging.getLogger(__name__)
 

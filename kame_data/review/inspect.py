@@ -16,8 +16,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kame_data.oracle.metrics import clean_text, reply_spans, token_f1
 from kame_data.review.data import Dataset, ReviewError
-from kame_data.review.metrics import clean_text, reply_spans, token_f1
 
 LEVEL_STYLES = {0: "bold red", 1: "bold dark_orange", 2: "bold yellow", 3: "bold chartreuse3",
                 4: "bold green", 5: "bold cyan"}

@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kame_data.io.shards import sha256_file
-from kame_data.io.atomic import write_json, write_text
-from kame_data.io.card import write_card
+from kame_data.atomic import write_json, write_text
+from kame_data.dataset.card import write_card
+from kame_data.dataset.shards import sha256_file
 from kame_data.review.data import ReviewError, open_dataset
 from kame_data.schema import validate
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from kame_data.io.atomic import atomic_path
+from kame_data.atomic import atomic_path
 
 FORMAT = "1"  # bump when record layouts change: old checkpoints are then ignored, not misread
 

@@ -9,8 +9,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from kame_data.io.atomic import write_json
-from kame_data.io.card import write_card
+from kame_data.atomic import write_json
+from kame_data.dataset.card import write_card
 from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.schema import validate

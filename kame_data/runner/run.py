@@ -12,19 +12,24 @@ from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from kame_data.io.atomic import write_json, write_jsonl
+from kame_data.atomic import write_json, write_jsonl
+from kame_data.dataset.rows import sample_row
+from kame_data.dataset.shards import PublishConfigError, ShardWriter
 from kame_data.llm.accounting import BudgetExceeded
 from kame_data.llm.limits import BackendUnavailable
 from kame_data.llm.openai_backend import BackendConfigError
-from kame_data.io.dataset import sample_row
-from kame_data.io.shards import PublishConfigError, ShardWriter
+from kame_data.oracle.metrics import token_f1, true_replies
 from kame_data.oracle.stage import OracleConfig, OracleStage
 from kame_data.recipe import Recipe, build_config
 from kame_data.records import Reject
-from kame_data.review.metrics import token_f1, true_replies
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, item_key
 from kame_data.runner.keyed import Stage, apply_stage
-from kame_data.runner.manifest import build_manifest, dialogue_quality, quality_summary, write_outputs
+from kame_data.runner.manifest import (
+    build_manifest,
+    dialogue_quality,
+    quality_summary,
+    write_outputs,
+)
 from kame_data.script.stage import ScriptStage
 from kame_data.script.template import ScriptConfig
 from kame_data.sources import load_items

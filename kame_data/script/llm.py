@@ -16,10 +16,15 @@ import re
 from collections import Counter
 
 from kame_data.llm.base import ChatBackend, ChatRequest
-from kame_data.records import ASSISTANT, USER, Dialogue, Reject, SourceItem
-from kame_data.script.normalize import is_speakable, spoken_words, to_spoken
-from kame_data.script.template import ScriptConfig, result_phrase, script_turns, to_dialogue, variant_count
-from kame_data.sources.common import LETTERS
+from kame_data.records import ASSISTANT, LETTERS, USER, Dialogue, Reject, SourceItem
+from kame_data.script.template import (
+    ScriptConfig,
+    result_phrase,
+    script_turns,
+    to_dialogue,
+    variant_count,
+)
+from kame_data.text.normalize import is_speakable, spoken_words, to_spoken
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ class ScriptStage:
         if self.cfg.style != "llm" or self.backend is not None:
             return
         from kame_data.llm.cache import CachedBackend, RequestCache, default_cache_path
-        from kame_data.oracle.stage import open_backend
+        from kame_data.llm.config import open_backend
 
         if self.cache is _SHARED_CACHE:
             self.cache = RequestCache(default_cache_path())

@@ -13,12 +13,18 @@ import random
 import re
 from dataclasses import dataclass, field
 
-from kame_data.oracle.stage import BackendConfig
-from kame_data.records import ASSISTANT, USER, Dialogue, Reject, SourceItem, Turn
-from kame_data.script.normalize import is_speakable, spoken_words, to_spoken
-from kame_data.sources.common import LETTERS
-
-SPEAKER = {ASSISTANT: "A", USER: "B"}
+from kame_data.llm.config import BackendConfig
+from kame_data.records import (
+    ASSISTANT,
+    LETTERS,
+    SPEAKER,
+    USER,
+    Dialogue,
+    Reject,
+    SourceItem,
+    Turn,
+)
+from kame_data.text.normalize import is_speakable, spoken_words, to_spoken
 
 
 @dataclass(frozen=True)

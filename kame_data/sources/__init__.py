@@ -13,8 +13,8 @@ from dataclasses import replace
 from itertools import zip_longest
 from typing import Callable, Iterable
 
-from kame_data.records import Reject, SourceItem
 from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
+from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
 from kame_data.sources.filters import FilterConfig, check, dedup_key
 from kame_data.sources.rows import read_rows

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import re
 
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 def safe_id(source: str, native: object) -> str:
     """`source-native`, restricted to [A-Za-z0-9_.-] so ids can be used as file names."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kame_data.records import Reject, SourceItem
-from kame_data.sources.common import LETTERS, safe_id, text_id
+from kame_data.records import LETTERS, Reject, SourceItem
+from kame_data.sources.common import safe_id, text_id
 
 FIELDS = ("question", "answer", "category", "options", "explanation", "id")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from kame_data.records import Reject, SourceItem
-from kame_data.sources.common import LETTERS, safe_id
+from kame_data.records import LETTERS, Reject, SourceItem
+from kame_data.sources.common import safe_id
 
 SOURCE = "mmlu_pro"
 _COT_HEAD = re.compile(r"^\s*A:\s*Let'?s think step by step\.?\s*", re.IGNORECASE)

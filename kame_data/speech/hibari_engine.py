@@ -11,8 +11,8 @@ import zlib
 
 import numpy as np
 
-from kame_data.script.normalize import spoken_tokens
 from kame_data.speech.engines import Synthesis, VoiceConfig
+from kame_data.text.normalize import spoken_tokens
 
 
 class HibariEngine:

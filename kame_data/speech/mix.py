@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CHANNEL = {"A": 0, "B": 1}  # assistant left, user right (moshi-finetune / kame_finetune `--moshi_speakers A`)
+from kame_data.records import CHANNEL
 
 
 @dataclass(frozen=True)

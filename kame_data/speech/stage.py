@@ -23,11 +23,19 @@ from typing import Any, Union
 
 import numpy as np
 
-from kame_data.records import ASSISTANT, USER, Dialogue, RenderedDialogue, Reject, TurnTiming, Word
-from kame_data.script.normalize import spoken_tokens
+from kame_data.records import (
+    ASSISTANT,
+    USER,
+    Dialogue,
+    Reject,
+    RenderedDialogue,
+    TurnTiming,
+    Word,
+)
 from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
 from kame_data.speech.timing import complete_spans, cover_voice
+from kame_data.text.normalize import spoken_tokens
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 log = logging.getLogger(__name__)
@@ -352,7 +360,12 @@ class SpeakStage:
         spans = [(min(s, duration), min(e, duration)) for s, e in spans]
         turn = _Turn(SpokenTurn(speaker, audio, words, spans, engine.label))
         if heard is not None and self.cfg.qa.enabled:
-            from kame_data.speech.whisper import normalise_words, start_error_ms, transcript, word_error_rate
+            from kame_data.speech.whisper import (
+                normalise_words,
+                start_error_ms,
+                transcript,
+                word_error_rate,
+            )
 
             turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), 4)
             # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.

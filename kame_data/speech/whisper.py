@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kame_data.script.normalize import to_spoken
 from kame_data.speech.engines import Span
+from kame_data.text.normalize import to_spoken
 
 log = logging.getLogger(__name__)
 

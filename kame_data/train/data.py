@@ -18,7 +18,12 @@ import numpy as np
 import torch
 
 from kame_data.train import TrainError
-from kame_data.train.streams import TEXT_PAD_ID, OracleAugment, OracleEvents, oracle_frames
+from kame_data.train.streams import (
+    TEXT_PAD_ID,
+    OracleAugment,
+    OracleEvents,
+    oracle_frames,
+)
 from kame_data.train.tokenize import events_of
 
 ZERO_TOKEN = -1  # moshi's zero_token_id: embeds to zero and is left out of the loss

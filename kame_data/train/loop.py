@@ -21,7 +21,14 @@ import torch
 from kame_data.train import TrainError
 from kame_data.train.config import TrainConfig, load_train_config
 from kame_data.train.data import Loader, Window, eval_batches, windows_from_rows
-from kame_data.train.model import OracleLM, build_model, compile_context, lm_kwargs_for, lm_losses, load_lm_state
+from kame_data.train.model import (
+    OracleLM,
+    build_model,
+    compile_context,
+    lm_kwargs_for,
+    lm_losses,
+    load_lm_state,
+)
 from kame_data.train.streams import OracleAugment
 from kame_data.train.tokenize import TokenDatasetInfo, read_token_rows, tokenize_dataset
 

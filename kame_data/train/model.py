@@ -20,10 +20,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from moshi.models import loaders
 from moshi.models.lm import LMModel, LMOutput
+from torch import nn
 
 from kame_data.train import TrainError
 

@@ -29,8 +29,16 @@ import pyarrow.parquet as pq
 
 from kame_data.train import TrainError
 from kame_data.train.config import TrainConfig
-from kame_data.train.streams import (END_OF_PAD_ID, FRAME_RATE, TEXT_PAD_ID, OracleEvents, build_events,
-                                     encode_lines, num_frames, text_stream)
+from kame_data.train.streams import (
+    END_OF_PAD_ID,
+    FRAME_RATE,
+    TEXT_PAD_ID,
+    OracleEvents,
+    build_events,
+    encode_lines,
+    num_frames,
+    text_stream,
+)
 
 log = logging.getLogger(__name__)
 

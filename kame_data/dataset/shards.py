@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kame_data.io.dataset import arrow_schema
+from kame_data.dataset.rows import arrow_schema
 
 STAGING = ".staging"
 DEFAULT_ROWS_PER_SHARD = 100

@@ -18,13 +18,18 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 import yaml
 
-from kame_data.io.audio import decode
-from kame_data.io.dataset import SAMPLE_RATE, arrow_schema, row_metadata
-from kame_data.io.shards import PublishConfigError, sha256_file, split_fractions, split_of
+from kame_data.audio import decode
+from kame_data.dataset.rows import SAMPLE_RATE, arrow_schema, row_metadata
+from kame_data.dataset.shards import (
+    PublishConfigError,
+    sha256_file,
+    split_fractions,
+    split_of,
+)
 from kame_data.oracle.ladder import hint_level
 from kame_data.schema import SchemaError, validate
 
-log = logging.getLogger("kame_data.io.validate")
+log = logging.getLogger("kame_data.dataset.validate")
 
 TOLERANCE = 0.011  # seconds; timings are rounded to 0.1 ms, durations to frames
 BATCH_ROWS = 16  # rows decoded at a time: validation streams, whatever the shard size

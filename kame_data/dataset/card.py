@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from kame_data.io.atomic import atomic_path, write_text
-from kame_data.io.dataset import features
+from kame_data.atomic import atomic_path, write_text
+from kame_data.dataset.rows import features
 
-log = logging.getLogger("kame_data.io.card")
+log = logging.getLogger("kame_data.dataset.card")
 
 SOURCE_NAMES = {
     "mmlu_pro": "MMLU-Pro (TIGER-Lab/MMLU-Pro)",

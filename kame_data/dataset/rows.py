@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from kame_data.io.audio import wav_bytes
+from kame_data.audio import wav_bytes
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000

@@ -14,7 +14,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-log = logging.getLogger("kame_data.io.push")
+log = logging.getLogger("kame_data.dataset.push")
 
 UPLOAD = ["README.md", "manifest.json", "rejects.jsonl", "data/*.parquet", "assets/*.png"]
 REPLACE = ["data/*.parquet", "assets/*.png"]  # stale shards from an earlier push are deleted
@@ -77,7 +77,7 @@ def push_dataset(out_dir: str | Path, repo_id: str, private: bool | None = None,
     endpoint = _endpoint()
     _check_reachable(endpoint)  # before validating: an unreachable hub should not cost a full read
     if validate:
-        from kame_data.io.validate import DatasetInvalid, validate_dataset
+        from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 
         try:
             validate_dataset(out)

@@ -25,10 +25,10 @@ from typing import Any, Iterator
 import pyarrow.parquet as pq
 import soundfile as sf
 
-from kame_data.io.atomic import write_bytes, write_json, write_jsonl, write_text
+from kame_data.atomic import write_bytes, write_json, write_jsonl, write_text
 from kame_data.records import ORACLE_REFERENCE_FIELDS
 
-log = logging.getLogger("kame_data.io.export")
+log = logging.getLogger("kame_data.dataset.export")
 
 MAX_STEM = 100
 MOSHI_SPEAKERS = {"A": "SPEAKER_MAIN", "B": "SPEAKER_OTHER"}  # moshi-finetune trains the main speaker's text
