@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kame_data.text.normalize import (
+from kame_data.text import (
     UNSPEAKABLE,
     is_speakable,
     say_fraction,

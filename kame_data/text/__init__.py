@@ -1,1 +1,29 @@
-"""Spoken-text vocabulary shared by every stage: display text to what a voice says, and its words."""
+"""Spoken-text vocabulary shared by every stage: display text to what a voice says, and its words.
+
+`to_spoken` (spoken.py) runs the normaliser's passes in order; each module holds one kind of
+notation: prepare (characters, signs, abbreviations), numbers, dates, units (measures and money),
+latex (formulas), symbols, tokens (the final tidy, speakability and word splitting).
+"""
+
+from kame_data.text.numbers import (
+    cardinal,
+    say_fraction,
+    say_number,
+    say_ordinal,
+    say_year,
+)
+from kame_data.text.spoken import to_spoken
+from kame_data.text.tokens import UNSPEAKABLE, is_speakable, spoken_tokens, spoken_words
+
+__all__ = [
+    "UNSPEAKABLE",
+    "cardinal",
+    "is_speakable",
+    "say_fraction",
+    "say_number",
+    "say_ordinal",
+    "say_year",
+    "spoken_tokens",
+    "spoken_words",
+    "to_spoken",
+]

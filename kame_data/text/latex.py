@@ -1,0 +1,109 @@
+"""Formulas: `$...$`, `$$...$$`, `\\(...\\)`, `\\[...\\]` and bare LaTeX commands to words.
+
+Fractions, roots, powers, subscripts, Greek letters and common operators have a spoken form;
+unknown commands are dropped and their arguments kept. A `$` pair that holds prices rather than a
+formula ('$6 + $8 = $14') is left for the currency pass (kame_data/text/units.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+from kame_data.text.numbers import say_ordinal
+from kame_data.text.symbols import GREEK
+
+_LATEX_WORDS = {
+    r"\times": " times ", r"\cdot": " times ", r"\div": " divided by ", r"\pm": " plus or minus ",
+    r"\mp": " minus or plus ", r"\leq": " less than or equal to ", r"\le": " less than or equal to ",
+    r"\geq": " greater than or equal to ", r"\ge": " greater than or equal to ", r"\neq": " is not equal to ",
+    r"\ne": " is not equal to ", r"\approx": " approximately ", r"\sim": " about ", r"\propto": " is proportional to ",
+    r"\infty": " infinity ", r"\rightarrow": " to ", r"\to": " to ", r"\leftarrow": " gets ", r"\Rightarrow": " implies ",
+    r"\rightleftarrows": " is in equilibrium with ", r"\rightleftharpoons": " is in equilibrium with ",
+    r"\leftrightarrow": " if and only if ", r"\in": " in ", r"\notin": " not in ", r"\%": " percent ", r"\$": " dollars ", r"\&": " and ", r"\log": " log ",
+    r"\ln": " natural log of ", r"\sin": " sine ", r"\cos": " cosine ", r"\tan": " tangent ", r"\exp": " exp ",
+    r"\max": " max ", r"\min": " min ", r"\gcd": " gcd ", r"\deg": " degree ", r"\circ": " degrees ",
+    r"\prime": " prime ", r"\ell": " l ", r"\hbar": " h bar ", r"\angle": " angle ", r"\triangle": " triangle ",
+    r"\|": " ∥ ", r"\{": " ", r"\}": " ",
+    r"\left": "", r"\right": "", r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": " ", r"\qquad": " ",
+    r"\ ": " ", r"\\": " ",
+}
+_LATEX_GREEK = {f"\\{name}": f" {name} " for name in sorted(set(GREEK.values()))}
+_LATEX_GREEK.update({f"\\{name.capitalize()}": f" {name} " for name in sorted(set(GREEK.values()))})
+_LATEX_GREEK.update({r"\varepsilon": " epsilon ", r"\vartheta": " theta ", r"\varphi": " phi ", r"\varrho": " rho "})
+
+
+def _is_math(inner: str) -> bool:
+    """Is `$inner$` a formula (rather than the text between two prices)?"""
+    inner = inner.strip()
+    if not inner:
+        return False
+    if re.search(r"[\\^_{}=!]", inner):
+        return True
+    return bool(re.fullmatch(r"[A-Za-z](?:\s*[-+*/]\s*[A-Za-z0-9]+)*|[A-Za-z]\(\w\)|\d+\s*[A-Za-z]", inner))
+
+
+def _latex(text: str) -> str:
+    """Simple LaTeX to words: fractions, roots, powers, subscripts, Greek, common operators."""
+    # chemical formulas: \mathrm{H}_2 \mathrm{O} -> H2 O (read "H two O", not "H sub two")
+    text = re.sub(r"\\mathrm\s*\{\s*~?([A-Z][A-Za-z]*)\s*\}\s*_\s*\{?\s*(\d+)\s*\}?", r"\1\2", text)
+    text = re.sub(r"\\(?:mathrm|text|textrm|textbf|textit|mathbf|mathit|mathscr|operatorname|mbox)\s*\{\s*~?([^{}]*)\}",
+                  r" \1 ", text)
+    text = text.replace("~", " ")
+    text = re.sub(r"\\n?f?actorial\s*\{([^{}]*)\}", r" \1 factorial ", text)  # also MMLU-Pro's "\nactorial" typo
+    text = re.sub(r"(?<=[A-Za-z0-9}])\s*!", " factorial ", text)
+    text = re.sub(r"\b([A-Z][a-z]?(?:[A-Z][a-z]?)+)\s*_\s*\{?\s*(\d+)\s*\}?", r"\1\2", text)  # CO_2 -> CO2
+    for _ in range(3):  # nested fractions, innermost first
+        text = re.sub(r"\\[dt]?frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}", lambda m: f" {_over(m.group(1), m.group(2))} ", text)
+        text = re.sub(r"\\[dt]?frac\s*(\d)(\d)", lambda m: f" {_over(m.group(1), m.group(2))} ", text)
+    text = re.sub(r"\\sqrt\s*\[(\d)\]\s*\{([^{}]*)\}", lambda m: f" the {say_ordinal(int(m.group(1)))} root of {m.group(2)} ", text)
+    text = re.sub(r"\\sqrt\s*\{([^{}]*)\}", r" the square root of \1 ", text)
+    text = re.sub(r"\\(hat|bar|vec|tilde|dot)\s*\{([^{}]*)\}",
+                  lambda m: f" {m.group(2)} {'vector' if m.group(1) == 'vec' else m.group(1)} ", text)
+    text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?\s*(?:\\mathrm\s*\{\s*~?([CFK])\s*\}|([CFK])\b)?",
+                  lambda m: "°" + (m.group(1) or m.group(2) or ""), text)
+    text = powers(text)
+    text = re.sub(r"_\s*\{([^{}]*)\}", r" sub \1 ", text)
+    text = re.sub(r"_\s*([A-Za-z0-9])", r" sub \1 ", text)
+    for table in (_LATEX_GREEK, _LATEX_WORDS):
+        for k in sorted(table, key=len, reverse=True):
+            text = re.sub(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else ""), table[k], text)
+    text = re.sub(r"\\[A-Za-z]+", " ", text)  # unknown commands: drop the command, keep its arguments
+    return text.replace("$", " ").replace("{", " ").replace("}", " ")
+
+
+def _over(num: str, den: str) -> str:
+    num, den = num.strip(), den.strip()
+    if re.fullmatch(r"\d+", num) and re.fullmatch(r"\d+", den):
+        return f"{num}/{den}"  # read later as a fraction
+    return f"{num} over {den}"
+
+
+def powers(text: str) -> str:
+    text = re.sub(r"\^\s*\{?\s*2\s*\}?(?![\d.])", " squared ", text)
+    text = re.sub(r"\^\s*\{?\s*3\s*\}?(?![\d.])", " cubed ", text)
+    text = re.sub(r"\^\s*\{\s*-\s*([^{}]+)\}", r" to the minus \1 ", text)
+    text = re.sub(r"\^\s*-\s*(\d+|[A-Za-z])", r" to the minus \1 ", text)
+    text = re.sub(r"\^\s*\{([^{}]*)\}", r" to the \1 ", text)
+    return re.sub(r"\^\s*(\d+|[A-Za-z])", r" to the \1 ", text)
+
+
+def math_spans(text: str) -> str:
+    """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math."""
+    text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + _latex(m.group(1)) + " ", text, flags=re.DOTALL)
+    text = re.sub(r"\\\[(.+?)\\\]|\\\((.+?)\\\)", lambda m: " " + _latex(m.group(1) or m.group(2)) + " ", text,
+                  flags=re.DOTALL)
+
+    def span(m: re.Match) -> str:
+        return " " + _latex(m.group(1)) + " " if _is_math(m.group(1)) else m.group(0)
+
+    out, pos = [], 0
+    for m in re.finditer(r"(?<!\\)\$([^$]*)(?<!\\)\$", text):
+        # "$6 + $8 + $20 = $34": a closing "$" that opens a price, or padded with spaces, is money
+        if _is_math(m.group(1)) and not re.match(r"\d", text[m.end():]) and m.group(1) == m.group(1).strip():
+            out.append(text[pos:m.start()] + span(m))
+            pos = m.end()
+    out.append(text[pos:])
+    text = "".join(out)
+    if "\\" in text:
+        text = _latex(text)
+    return text

@@ -1,0 +1,74 @@
+"""The first passes: put raw benchmark text in a form the later passes read right.
+
+Characters (vulgar fractions, superscripts, circled numbers, MacRoman mojibake, dashes), signs
+whose meaning depends on their neighbours (a price, a negative number, a factorial, a formula's
+subscripts), GSM8K's calculator notes and answer marks, and abbreviations ('e.g.', 'Dr.').
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from kame_data.text.numbers import cardinal
+
+_CIRCLED = {chr(0x2460 + i): i + 1 for i in range(20)}
+_CIRCLED.update({chr(0x3251 + i): i + 21 for i in range(15)})
+_ABBREVIATIONS = {
+    "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "approx.": "approximately",
+    "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "No.": "number", "Fig.": "figure",
+    "U.S.": "U S", "U.K.": "U K", "U.N.": "U N", "a.m.": "A M", "p.m.": "P M", "cf.": "compare", "et al.": "and others",
+}
+
+
+def clean(text: str) -> str:
+    """Characters first: vulgar fractions, superscripts, circled numbers, mojibake quotes, dashes."""
+    for ch, digits in (("½", "1/2"), ("⅓", "1/3"), ("⅔", "2/3"), ("¼", "1/4"), ("¾", "3/4"), ("⅛", "1/8")):
+        text = re.sub(rf"(\d)\s*{ch}", rf"\1 {digits}", text).replace(ch, f" {digits} ")
+    text = text.replace("²", "^2").replace("³", "^3").replace("¹", "^1").replace("⁻¹", "^-1")
+    text = re.sub("[" + "".join(_CIRCLED) + r"]+(?:\s*[-—–]\s*[" + "".join(_CIRCLED) + "]+)?",
+                  lambda m: ", " + _circled(m.group(0)) + ", ", text)
+    # Quotes and apostrophes decoded as MacRoman in some MMLU-Pro rows ("nurseÕs", "ÒI was fired ...Ó").
+    text = re.sub(r"(?<=[A-Za-z])Õ(?=[a-z])", "'", text)
+    text = re.sub(r"Ò(?=\S)|(?<=\S)Ó", '"', text)
+    text = unicodedata.normalize("NFKC", text)
+    if not text.isprintable():
+        text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in text)
+    text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').replace("…", "...")
+    text = text.replace("−", "-").replace("‐", "-").replace("‑", "-").replace("\u2044", "/")
+    text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\d)", " to ", text)
+    return text.replace("–", ", ").replace("—", ", ")
+
+
+def _circled(marks: str) -> str:
+    nums = [cardinal(_CIRCLED[ch]) for ch in marks if ch in _CIRCLED]
+    if any(ch in "-—–" for ch in marks):
+        return " to ".join(nums)
+    return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
+
+
+def signs(text: str) -> str:
+    """'\\$5' is a price; '- 10°C' after a word, or at the start, is a negative number; 'N_2O_4'
+    is a formula (read 'N two O four'); '30!' is a factorial."""
+    text = re.sub(r"(?<![\\{a-z])([A-Z][a-z]?)_(\d+)(?![\d}])", r"\1\2", text)
+    text = text.replace("->", " → ").replace("=>", " ⇒ ").replace("<=>", " ⇔ ")
+    text = re.sub(r"\b(\d+)!(?=\s+[a-z]|\s*[,;)]|\s*$)", r"\1 factorial", text)
+    text = re.sub(r"(?<![\w(])(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
+    text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
+    text = re.sub(r"\bet al\.'s", "and colleagues'", text)
+    text = re.sub(r"\bsq\.?\s?ft\b\.?", "square feet", text)
+    text = re.sub(r"\\\$\s?(?=\d)", "$", text)
+    text = re.sub(r"\b(at|to|of|is|be|from|and|or|by|was|were|are|about|equals?|between)\s+-\s+(?=\d)", r"\1 -", text)
+    return re.sub(r"^\s*-\s+(?=\d)", "-", text)
+
+
+def gsm8k_notes(text: str) -> str:
+    text = re.sub(r"<<[^<>]*>>", " ", text)  # calculator notes
+    return re.sub(r"####\s*", " The answer is ", text)
+
+
+_ABBREVIATION_RE = re.compile(r"(?<![A-Za-z])(?:" + "|".join(re.escape(k) for k in sorted(_ABBREVIATIONS, key=len, reverse=True)) + ")")
+
+
+def abbreviations(text: str) -> str:
+    return _ABBREVIATION_RE.sub(lambda m: _ABBREVIATIONS[m.group(0)], text)

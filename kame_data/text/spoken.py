@@ -1,0 +1,37 @@
+"""Display text -> spoken text: the fixed order of the normaliser's passes.
+
+Benchmark text is written to be read, not heard: `$4.95`, `24/2=12`, `$\\frac{1}{2}$`, `25°C`,
+`CO2`, `(∃x)`. `to_spoken` rewrites it the way a person would say it (numbers through
+num2words), in a fixed order of passes: each pass handles one kind of notation and leaves plain
+words for the next. Whatever symbol survives every pass is dropped, so the result never carries
+a digit, `$`, `\\`, `<<` or `####` (see `UNSPEAKABLE`).
+"""
+
+from __future__ import annotations
+
+from kame_data.text.dates import dates_and_times
+from kame_data.text.latex import math_spans, powers
+from kame_data.text.numbers import arithmetic, numerals
+from kame_data.text.prepare import abbreviations, clean, gsm8k_notes, signs
+from kame_data.text.symbols import chemistry, functions, symbols
+from kame_data.text.tokens import tidy
+from kame_data.text.units import currency, units
+
+
+def to_spoken(text: str) -> str:
+    """The spoken form of display text. The result has no digits and no math or markup symbols."""
+    text = clean(text)
+    text = gsm8k_notes(text)
+    text = signs(text)
+    text = abbreviations(text)
+    text = math_spans(text)
+    text = powers(text)
+    text = arithmetic(text)
+    text = currency(text)
+    text = dates_and_times(text)
+    text = units(text)
+    text = chemistry(text)
+    text = functions(text)
+    text = numerals(text)
+    text = symbols(text)
+    return tidy(text)

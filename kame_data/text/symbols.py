@@ -1,0 +1,56 @@
+"""Symbols and notation read as words, after numbers are spoken: chemical formulas, function
+calls ('f(x)' -> 'f of x'), operators and logic signs, Greek letters, slashes."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SYMBOLS = {
+    "+": " plus ", "=": " equals ", "×": " times ", "÷": " divided by ", "±": " plus or minus ",
+    "≤": " less than or equal to ", "≥": " greater than or equal to ", "≠": " is not equal to ",
+    "≈": " approximately ", "∝": " is proportional to ", "<": " less than ", ">": " greater than ",
+    "&": " and ", "@": " at ", "√": " the square root of ", "∞": " infinity ", "→": " to ", "⟶": " to ",
+    "←": " gets ", "⇒": " implies ", "⇔": " if and only if ", "↔": " if and only if ", "%": " percent ",
+    "#": " number ", "*": " times ", "^": " to the power of ", "~": " about ", "∈": " in ", "∉": " not in ",
+    "∨": " or ", "∧": " and ", "¬": " not ", "⊃": " implies ", "≡": " is equivalent to ", "∀": " for all ",
+    "∃": " there is ", "∥": " concatenated with ", "∑": " the sum of ", "∫": " the integral of ", "∂": " partial ",
+    "∇": " del ", "′": " prime ", "″": " double prime ", "·": " times ", "§": " section ", "¢": " cents ",
+    "€": " euros ", "£": " pounds ", "¥": " yen ", "°": " degrees ",
+}
+GREEK = {chr(c): unicodedata.name(chr(c)).split()[-1].lower() for c in range(0x391, 0x3CA)
+          if unicodedata.name(chr(c), "").startswith("GREEK") and "FINAL" not in unicodedata.name(chr(c), "")}
+
+
+def chemistry(text: str) -> str:
+    """'CO2' -> 'C O 2', '13CH3' -> '13 C H 3': formulas are read element by element."""
+    def formula(m: re.Match) -> str:
+        token = m.group(0)
+        parts = re.findall(r"\d+|[A-Z][a-z]?", token)
+        return " ".join(parts)
+
+    return re.sub(r"\b\d*(?:[A-Z][a-z]?\d*){1,6}\b", lambda m: formula(m) if re.search(r"[A-Z][a-z]?\d", m.group(0))
+                  and not re.fullmatch(r"[A-Z]\d+", m.group(0)) else m.group(0), text)
+
+
+def functions(text: str) -> str:
+    """'f(x)' -> 'f of x', 'Θ(n log n)' -> 'Θ of n log n'."""
+    text = re.sub(r"\bsqrt\s*\(([^()]*)\)", r" the square root of \1 ", text)
+    return re.sub(r"(?<![\w'])([A-Za-zΑ-Ωα-ω])\(([^()]{1,30})\)", r"\1 of \2", text)
+
+
+def symbols(text: str) -> str:
+    text = re.sub(r"(?<![\w-])([a-z])\s?-\s?([a-z])(?![\w-])", r"\1 minus \2", text)  # x-y
+    text = re.sub(r"(?<=\w)\s*\|\|\s*(?=\w)", " ∥ ", text)
+    text = re.sub(r"(?<![\w|])\|([^|\n]{1,30})\|(?![\w|])", r" the absolute value of \1 ", text)
+    text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)
+    text = text.replace("•", " and ")
+    for k in sorted(_SYMBOLS, key=len, reverse=True):
+        text = text.replace(k, _SYMBOLS[k])
+    for ch, name in GREEK.items():
+        if ch in text:
+            text = re.sub(rf"{ch}", f" {name} ", text)
+    text = re.sub(r"\s*/\s*(?=(?:year|month|week|day|hour|minute|second|person|piece|unit|item|gallon|mile|pound|"
+                  r"kilogram|meter|foot|liter|ounce)s?\b)", " per ", text)
+    text = re.sub(r"(?<=[A-Za-z])/(?=[A-Za-z])", " or ", text)
+    return text.replace("/", " over ")

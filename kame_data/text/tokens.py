@@ -1,0 +1,52 @@
+"""What is left after every pass, and how the result is checked and split into words.
+
+`tidy` drops whatever symbol survived and normalises spacing and punctuation; `UNSPEAKABLE` and
+`is_speakable` tell whether a text can go to a voice; `spoken_tokens` and `spoken_words` are the
+words as transcripts list them (shared by the voices, Whisper checks and the script stage).
+"""
+
+from __future__ import annotations
+
+import re
+
+UNSPEAKABLE = re.compile(r"[0-9$\\]|<<|####")
+
+
+def tidy(text: str) -> str:
+    text = re.sub(r"(?<=[A-Za-z])-(?=[A-Za-z])", " ", text)  # twenty-four -> twenty four (one word per TTS word)
+    text = re.sub(r"\(\s*\)|（\s*）|_{2,}", " ", text)  # fill-in blanks
+    text = re.sub(r"[^\w\s,.;:?!'\"-]", " ", text)  # whatever is left is not speakable
+    text = text.replace("_", " ").replace('"', " ")
+    text = re.sub(r"(?<!\w)'|'(?!\w)", " ", text)
+    text = re.sub(r"(?<![A-Za-z])-+|-+(?![A-Za-z])", " ", text)
+    text = re.sub(r"\s+([,.;:?!])", r"\1", text)
+    text = re.sub(r"([,.;:?!])(?=[A-Za-z])", r"\1 ", text)
+    text = re.sub(r"([,;:])(?:\s*[,;:])+", r"\1", text)
+    text = re.sub(r"\.(?:\s*\.){2,}", "...", text)  # an ellipsis stays a pause
+    text = re.sub(r"(?<!\.)\.\s*\.(?!\.)", ".", text)
+    text = re.sub(r"([,;:])\s*([.?!])", r"\2", text)
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"^[,.;:]\s*", "", text)
+
+
+def is_speakable(spoken: str) -> bool:
+    """True when spoken text has words and nothing a voice cannot read."""
+    return bool(spoken_words(spoken)) and not UNSPEAKABLE.search(spoken)
+
+
+_WORD_EDGE = re.compile(r"^[^\w']+|[^\w']+$")
+
+
+def spoken_tokens(spoken: str) -> list[tuple[str, int]]:
+    """(word, character offset) for each word of spoken text; outer punctuation removed."""
+    out = []
+    for m in re.finditer(r"\S+", spoken):
+        w = _WORD_EDGE.sub("", m.group(0)).strip("'")
+        if w:
+            out.append((w, m.start()))
+    return out
+
+
+def spoken_words(spoken: str) -> list[str]:
+    """The words of spoken text as transcripts list them."""
+    return [w for w, _ in spoken_tokens(spoken)]

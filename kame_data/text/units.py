@@ -1,0 +1,110 @@
+"""Amounts with a unit: measures ('25°C', '2.5 kg', '470 cal/mole') and money ('$4.95', '€3 million').
+
+Both read the number and its unit together, singular or plural, before the numerals pass would
+read the number alone. Units that are also words ('in', 'm', 'C') are taken only where the
+context says they are units.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kame_data.text.numbers import NUM, cardinal, say_number
+
+# unit -> (singular, plural)
+_UNITS: dict[str, tuple[str, str]] = {
+    "km": ("kilometer", "kilometers"), "m": ("meter", "meters"), "cm": ("centimeter", "centimeters"),
+    "mm": ("millimeter", "millimeters"), "μm": ("micrometer", "micrometers"), "nm": ("nanometer", "nanometers"),
+    "kg": ("kilogram", "kilograms"), "g": ("gram", "grams"), "mg": ("milligram", "milligrams"),
+    "μg": ("microgram", "micrograms"), "lb": ("pound", "pounds"), "lbs": ("pounds", "pounds"),
+    "oz": ("ounce", "ounces"), "ft": ("foot", "feet"), "in": ("inch", "inches"), "mi": ("mile", "miles"),
+    "yd": ("yard", "yards"), "mph": ("mile per hour", "miles per hour"), "km/h": ("kilometer per hour", "kilometers per hour"),
+    "m/s": ("meter per second", "meters per second"), "h": ("hour", "hours"), "hr": ("hour", "hours"),
+    "hrs": ("hours", "hours"), "min": ("minute", "minutes"), "s": ("second", "seconds"), "sec": ("second", "seconds"),
+    "ms": ("millisecond", "milliseconds"), "μs": ("microsecond", "microseconds"), "ns": ("nanosecond", "nanoseconds"),
+    "ml": ("milliliter", "milliliters"), "mL": ("milliliter", "milliliters"), "l": ("liter", "liters"),
+    "L": ("liter", "liters"), "μL": ("microliter", "microliters"), "kW": ("kilowatt", "kilowatts"),
+    "kWh": ("kilowatt hour", "kilowatt hours"), "MW": ("megawatt", "megawatts"), "W": ("watt", "watts"),
+    "V": ("volt", "volts"), "kV": ("kilovolt", "kilovolts"), "mV": ("millivolt", "millivolts"),
+    "mA": ("milliampere", "milliamperes"), "J": ("joule", "joules"), "kJ": ("kilojoule", "kilojoules"),
+    "cal": ("calorie", "calories"), "kcal": ("kilocalorie", "kilocalories"), "eV": ("electron volt", "electron volts"),
+    "N": ("newton", "newtons"), "kN": ("kilonewton", "kilonewtons"), "Hz": ("hertz", "hertz"),
+    "kHz": ("kilohertz", "kilohertz"), "MHz": ("megahertz", "megahertz"), "GHz": ("gigahertz", "gigahertz"),
+    "K": ("kelvin", "kelvin"), "mol": ("mole", "moles"), "mole": ("mole", "moles"), "mmol": ("millimole", "millimoles"),
+    "atm": ("atmosphere", "atmospheres"), "Pa": ("pascal", "pascals"), "kPa": ("kilopascal", "kilopascals"),
+    "hPa": ("hectopascal", "hectopascals"), "mmHg": ("millimeter of mercury", "millimeters of mercury"),
+    "Ω": ("ohm", "ohms"), "kΩ": ("kilohm", "kilohms"), "F": ("farad", "farads"), "μF": ("microfarad", "microfarads"),
+    "C": ("coulomb", "coulombs"), "μC": ("microcoulomb", "microcoulombs"), "T": ("tesla", "tesla"),
+    "KB": ("kilobyte", "kilobytes"), "MB": ("megabyte", "megabytes"), "GB": ("gigabyte", "gigabytes"),
+    "TB": ("terabyte", "terabytes"), "°C": ("degree Celsius", "degrees Celsius"),
+    "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "°K": ("kelvin", "kelvin"), "°": ("degree", "degrees"),
+    "M": ("molar", "molar"), "dB": ("decibel", "decibels"),
+}
+# Units that are also ordinary words or letters: only taken right after a number and when no
+# letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
+_AMBIGUOUS_UNITS = {"in", "s", "h", "m", "l", "L", "g", "K", "N", "J", "V", "W", "C", "F", "T", "M", "min", "mi"}
+# Words after an ambiguous unit that show it is one: "2 m long", "5 s later".
+_MEASURE_WORDS = {"long", "wide", "high", "tall", "deep", "away", "later", "earlier", "apart", "thick", "each",
+                  "per", "of", "from", "and", "or", "to", "at", "for", "with", "above", "below", "across", "by"}
+_UNIT_ALT = "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+_LABEL = re.compile(r"\b(?:line|option|question|step|figure|table|chapter|page|number|part|item|grade|level|"
+                    r"type|class|group|room|row|column)\s*$", re.IGNORECASE)
+_CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
+               "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "", "")}
+
+
+def units(text: str) -> str:
+    """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
+    'J K^-1' -> 'J per kelvin'."""
+    alt = _UNIT_ALT
+    text = re.sub(rf"(?<![A-Za-z])({alt})\s*to the minus (?:one|1)\b", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)
+    text = re.sub(rf"(?<=[a-z])/({alt})(?![A-Za-z0-9])", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)  # rev/s
+
+    def unit(m: re.Match) -> str:
+        name = m.group(2)
+        nxt = re.match(r"\s*([A-Za-z]+)", m.string[m.end():])
+        if name in _AMBIGUOUS_UNITS:
+            if m.string[m.end():m.end() + 1] == "-":
+                return m.group(0)  # "13C-labelled": an isotope, not a coulomb
+            if name == "in" and not m.group(4) and nxt and nxt.group(1) not in _MEASURE_WORDS:
+                return m.group(0)  # "5 in the box"
+            if _LABEL.search(m.string[: m.start()]):
+                return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
+            if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
+                return f" {say_number(m.group(1))} molal "
+        singular, plural = _UNITS[name]
+        value = m.group(1).replace(",", "").lstrip("+")
+        words = f" {say_number(m.group(1))} {singular if value in ('1', '1.0', '-1') else plural}"
+        if m.group(3):
+            den = m.group(3)
+            words += f" per {_UNITS[den][0] if den in _UNITS else den}"
+        return words + " "
+
+    # group 4: the full stop of an abbreviated unit inside a sentence ("100 ml. of a solution")
+    return re.sub(rf"(-?(?:{NUM}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
+
+
+def _money(m: re.Match) -> str:
+    sign, symbol, amount, scale = m.group(1) or "", m.group(2), m.group(3).replace(",", ""), m.group(4) or ""
+    one, many, sub_one, sub_many = _CURRENCIES[symbol]
+    minus = "minus " if sign else ""
+    if scale:
+        return f"{minus}{say_number(amount)} {scale.lower()} {many}"
+    whole, _, frac = amount.partition(".")
+    units = int(whole or 0)
+    cents = int((frac + "00")[:2]) if frac and sub_many else 0
+    if frac and len(frac) > 2 or (frac and not sub_many):
+        return f"{minus}{say_number(amount)} {many}"
+    parts = []
+    if units or not cents:
+        parts.append(f"{cardinal(units)} {one if units == 1 else many}")
+    if cents:
+        parts.append(f"{cardinal(cents)} {sub_one if cents == 1 else sub_many}")
+    return minus + " and ".join(parts)
+
+
+def currency(text: str) -> str:
+    symbols = "".join(re.escape(s) for s in _CURRENCIES)
+    text = re.sub(rf"(-\s?)?([{symbols}])\s?({NUM})(?:\s?(million|billion|thousand|trillion|Million|Billion)\b)?",
+                  lambda m: " " + _money(m) + " ", text)
+    return re.sub(rf"({NUM})\s?([{symbols}])", lambda m: f" {say_number(m.group(1))} {_CURRENCIES[m.group(2)][1]} ", text)
