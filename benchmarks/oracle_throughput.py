@@ -99,7 +99,7 @@ def main() -> None:
             print(f"baseline (sequential, reference-like): {c0} calls, {d0} distinct requests, {t_base:.2f} s")
 
         stage = OracleStage(cfg, cache=RequestCache(Path(tmp) / "cache.sqlite"))
-        stage.open()
+        stage.setup()
         t = time.perf_counter()
         out = stage.process(dialogues)
         t_stage = time.perf_counter() - t
@@ -110,7 +110,7 @@ def main() -> None:
               f"{samples}/{len(dialogues)} dialogues complete")
 
         warm = OracleStage(cfg, cache=RequestCache(Path(tmp) / "cache.sqlite"))
-        warm.open()
+        warm.setup()
         t = time.perf_counter()
         warm.process(dialogues)
         t_warm = time.perf_counter() - t

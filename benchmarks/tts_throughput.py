@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from kame_data.records import Dialogue, Turn  # noqa: E402
 from kame_data.speech.engines import VoiceConfig  # noqa: E402
 from kame_data.speech.stage import SpeakConfig, SpeakStage  # noqa: E402
-from kame_data.text.normalize import to_spoken  # noqa: E402
+from kame_data.text import to_spoken  # noqa: E402
 
 SENTENCES = [
     "The mitochondria produce most of the chemical energy that powers a cell.",
@@ -69,14 +69,14 @@ def stage_run(spoken: list[str], workers: int) -> tuple[float, float]:
     dialogues = [Dialogue(f"bench-{i}-v0", f"bench-{i}", "bench", "misc", 0, [Turn("assistant", "A", s, s)])
                  for i, s in enumerate(spoken)]
     t = time.perf_counter()
-    stage.open()
+    stage.setup()
     if workers == 1:
         stage.process(dialogues[:1])  # the same warm-up as raw piper
     opened = time.perf_counter() - t
     t = time.perf_counter()
     out = stage.process(dialogues)
     seconds = time.perf_counter() - t
-    stage.close()
+    stage.teardown()
     bad = [r for r in out if not hasattr(r, "audio")]
     if bad:
         raise SystemExit(f"stage rejected {len(bad)} texts: {bad[0]}")

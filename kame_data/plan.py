@@ -15,8 +15,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kame_data.llm.accounting import Prices
+from kame_data.oracle.stage import OracleConfig
 from kame_data.recipe import Recipe, SourceSpec
-from kame_data.records import Word
+from kame_data.records import ASSISTANT, SPEAKER, USER, Word
+from kame_data.runner.config import RunConfig
+from kame_data.script.template import LlmScriptConfig
+from kame_data.speech.config import GapConfig
+from kame_data.speech.engines import VoiceConfig
 
 log = logging.getLogger(__name__)
 
@@ -82,26 +87,24 @@ class Plan:
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes)}
 
 
-def _voice_rate(voice: Any, default_engine: str) -> float:
-    """Words per second of a recipe voice (`speak.assistant` / `speak.user`; a list: its first)."""
-    if isinstance(voice, list):
-        voice = voice[0] if voice else {}
-    voice = voice if isinstance(voice, dict) else {}
-    engine = voice.get("engine", default_engine)
-    if engine == "espeak":
-        return float(voice.get("rate", 165)) / 60.0
-    return PIPER_WORDS_PER_SECOND / float(voice.get("length_scale", 1.0) or 1.0)
+def _voice_rate(voice: VoiceConfig) -> float:
+    """Words per second of a voice."""
+    if voice.engine == "espeak":
+        return voice.rate / 60.0
+    return PIPER_WORDS_PER_SECOND / (voice.length_scale or 1.0)
 
 
-def _mean(value: Any, default: float) -> float:
-    """A pause setting as one number: a number, the middle of [low, high], or of {low:, high:}."""
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, (list, tuple)) and len(value) == 2:
+def _mean(value: Any) -> float:
+    """A pause setting as one number: a number, or the middle of [low, high]."""
+    if isinstance(value, (list, tuple)):
         return (float(value[0]) + float(value[1])) / 2
-    if isinstance(value, dict) and "low" in value and "high" in value:
-        return (float(value["low"]) + float(value["high"])) / 2
-    return default
+    return float(value)
+
+
+def _gap_mean(gap: GapConfig) -> float:
+    if gap.distribution == "uniform":
+        return (gap.low + gap.high) / 2
+    return min(max(gap.mean, gap.min), gap.max)
 
 
 def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
@@ -129,14 +132,14 @@ def _items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
     return (rows, "rows") if rows is not None else (None, "unknown")
 
 
-def _turn_words(kind: str, style: str, llm: dict[str, Any]) -> list[tuple[str, float]]:
+def _turn_words(kind: str, style: str, llm: LlmScriptConfig) -> list[tuple[str, float]]:
     """(speaker, spoken words) for each turn of a typical dialogue of this source kind."""
     user, assistant, n_turns = TYPICAL_TURNS.get(kind, TYPICAL_TURNS["jsonl"])
     pairs = n_turns // 2
     user_turn, assistant_turn = user / pairs, assistant / pairs
     if style == "llm":
-        user_turn = min(user_turn, float(llm.get("max_user_words", 90)))
-        assistant_turn = max(assistant_turn, 0.75 * float(llm.get("max_assistant_words", 80)))
+        user_turn = min(user_turn, float(llm.max_user_words))
+        assistant_turn = max(assistant_turn, 0.75 * float(llm.max_assistant_words))
     return [t for _ in range(pairs) for t in (("B", user_turn), ("A", assistant_turn))]
 
 
@@ -151,17 +154,16 @@ def _synthetic_words(turns: list[tuple[str, float]], rates: dict[str, float], le
     return words
 
 
-def _oracle_load(words: list[Word], oracle: dict[str, Any]) -> tuple[int, int]:
+def _oracle_load(words: list[Word], oracle: OracleConfig) -> tuple[int, int]:
     """(calls, prompt characters) the oracle stage would send for one dialogue, after the cache
     has merged identical requests."""
     from kame_data.oracle.ladder import ladder
+    from kame_data.oracle.stage import TARGETS
     from kame_data.records import CHANNEL
 
-    targets = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
-    kwargs = {"only_new_words": True} if oracle.get("trigger") == "new_words" else {}
-    steps = ladder(words, float(oracle.get("interval", 0.5)), targets[oracle.get("target", "assistant")], CHANNEL,
-                   **kwargs)
-    call_level5 = oracle.get("level5") == "call"
+    steps = ladder(words, oracle.interval, TARGETS[oracle.target], CHANNEL,
+                   only_new_words=oracle.trigger == "new_words")
+    call_level5 = oracle.level5 == "call"
     seen: dict[tuple, int] = {}
     for s in steps:
         if s.level == 5 and not call_level5:
@@ -174,21 +176,17 @@ def _oracle_load(words: list[Word], oracle: dict[str, Any]) -> tuple[int, int]:
 def plan_recipe(recipe: Recipe) -> Plan:
     """The plan of a recipe; reads nothing but the recipe (and counts rows of local files
     that have no quota or limit)."""
-    script = recipe.script or {}
-    style = script.get("style", "template")
-    llm = script.get("llm", {}) or {}
-    speak = recipe.speak or {}
-    oracle = recipe.oracle or {}
-    rates = {"A": _voice_rate(speak.get("assistant"), "piper"), "B": _voice_rate(speak.get("user"), "espeak")}
-    gap, lead_in, tail = _mean(speak.get("gap"), 0.525), _mean(speak.get("lead_in"), 0.3), _mean(speak.get("tail"), 0.4)
-    default_variants = int(script.get("variants", 1))
-    oracle_max_tokens = int((oracle.get("backend") or {}).get("max_tokens", 48))
-    rewrite_max_tokens = int(llm.get("max_tokens", 400))
-    backend = oracle.get("backend") or {}
+    cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
+    style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
+    rates = {SPEAKER[role]: _voice_rate(speak.pool(role)[0]) for role in (ASSISTANT, USER)}
+    gap, lead_in, tail = _gap_mean(speak.gap), _mean(speak.lead_in), _mean(speak.tail)
+    default_variants = cfg.script.variants
+    oracle_max_tokens = oracle.backend.max_tokens
+    rewrite_max_tokens = llm.max_tokens
+    backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
-                prices=Prices(float(backend.get("prompt_price_per_million", 0.0)),
-                              float(backend.get("completion_price_per_million", 0.0))),
-                budget_usd=oracle.get("budget_usd"))
+                prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
+                budget_usd=oracle.budget_usd)
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
         if spec.dialogues is not None:

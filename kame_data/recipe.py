@@ -74,8 +74,8 @@ def config_hash(obj: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def find_recipe(ref: str | Path) -> Path:
-    """A recipe path, or the name of a recipe shipped with the package (`quickstart`)."""
+def find_recipe(ref: str | Path, error: type[Exception] = RecipeError, example: str = "quickstart") -> Path:
+    """A recipe path, or the name of a recipe shipped with the package (`quickstart`, `train_tiny`)."""
     p = Path(ref)
     if p.is_file():
         return p
@@ -84,7 +84,7 @@ def find_recipe(ref: str | Path) -> Path:
         bundled = bundled_recipe(p.name)
     if bundled is not None:
         return bundled
-    raise RecipeError(f"recipe not found: {ref} (give a YAML path, or a bundled name such as 'quickstart')")
+    raise error(f"recipe not found: {ref} (give a YAML path, or a bundled name such as {example!r})")
 
 
 def read_yaml_mapping(path: Path, error: type[Exception] = RecipeError) -> dict:
@@ -123,24 +123,30 @@ def load_recipe(ref: str | Path) -> Recipe:
 T = TypeVar("T")
 
 
-def build_config(cls: type[T], section: dict[str, Any] | None) -> T:
-    """Instantiate a stage config dataclass from a (schema-checked) recipe section.
+def build_config(cls: type[T], section: dict[str, Any] | None, where: str | None = None,
+                 error: type[Exception] = RecipeError, sequence: type = tuple) -> T:
+    """Instantiate a config dataclass from a recipe section (run or train recipe alike).
 
-    Nested dataclass fields are built from nested mappings; lists become tuples so configs
-    stay hashable.
-    """
+    Nested dataclass fields are built from nested mappings; lists become `sequence` (tuples keep
+    frozen run configs hashable; the trainer's mutable configs keep lists). An unknown key raises
+    `error` naming where it is (`where`, default the class name)."""
+    where = where or cls.__name__
+    if section is not None and not isinstance(section, dict):
+        raise error(f"{where}: expected a mapping, got {type(section).__name__}")
     section = dict(section or {})
+    known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    unknown = sorted(set(section) - set(known))
+    if unknown:
+        raise error(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(known)})")
     kwargs = {}
     for f in fields(cls):  # type: ignore[arg-type]
         if f.name not in section:
             continue
         value = section.pop(f.name)
         proto = f.default_factory() if f.default_factory is not MISSING else f.default
-        if is_dataclass(proto) and isinstance(value, dict):
-            value = build_config(type(proto), value)
+        if is_dataclass(proto) and (isinstance(value, dict) or value is None):
+            value = build_config(type(proto), value, f"{where}.{f.name}", error, sequence)
         elif isinstance(value, list):
-            value = tuple(value)
+            value = sequence(value)
         kwargs[f.name] = value
-    if section:
-        raise RecipeError(f"{cls.__name__}: unknown keys {sorted(section)}")
     return cls(**kwargs)

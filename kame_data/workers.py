@@ -33,6 +33,9 @@ class EngineCrashed(RuntimeError):
             where = f" on {'item' if len(self.items) == 1 else 'one of the items'} {shown}"
         super().__init__(f"{engine} crashed ({how}){where}; {DOCTOR_ADVICE}")
 
+    def __reduce__(self):  # picklable across processes (Ray actors) with its fields
+        return (EngineCrashed, (self.engine, self.how, self.items))
+
     def on_items(self, items: list[str]) -> "EngineCrashed":
         """The same crash, told with the items the caller was working on."""
         return EngineCrashed(self.engine, self.how, items)

@@ -61,7 +61,11 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
-        time.sleep(owner.latency)
+        if owner.slots is not None:
+            with owner.slots:  # a server of bounded capacity: at most `slots` requests in service
+                time.sleep(owner.latency)
+        else:
+            time.sleep(owner.latency)
         f, roll = owner.faults, owner._roll()
         edges = [f.error_500, f.rate_429, f.hang, f.garbage]
         if roll < edges[0]:
@@ -104,8 +108,10 @@ class LoopbackServer:
         request_queue_size = 512
         owner: "LoopbackServer"
 
-    def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0):
+    def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0,
+                 slots: int | None = None):
         self.latency = latency
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.faults = faults or Faults()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -144,11 +150,11 @@ class LoopbackServer:
 
 
 def serve(port: int, latency: float, error_500: float = 0.0, rate_429: float = 0.0, hang: float = 0.0,
-          garbage: float = 0.0, seed: int = 0, ready=None, counters=None, stop=None) -> None:
+          garbage: float = 0.0, seed: int = 0, ready=None, counters=None, stop=None, slots: int | None = None) -> None:
     """Run a server in this process until `stop` (a multiprocessing Event) is set.
 
     Used by benchmarks to keep the server's CPU work off the client's interpreter."""
-    srv = LoopbackServer(latency, Faults(error_500, rate_429, hang, garbage), seed, port).start()
+    srv = LoopbackServer(latency, Faults(error_500, rate_429, hang, garbage), seed, port, slots).start()
     if ready is not None:
         ready.put(srv._httpd.server_address[1])
     try:

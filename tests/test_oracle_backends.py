@@ -20,7 +20,7 @@ def _stage(server, cache=None, **backend):
     cfg = OracleConfig(backend=BackendConfig(kind="openai", model="loopback", base_url=server.base_url,
                                              concurrency=32, **backend))
     st = OracleStage(cfg, cache=cache)
-    st.open()
+    st.setup()
     return st
 
 
@@ -50,7 +50,7 @@ def test_level5_and_trigger_options():
     with LoopbackServer() as srv:
         st = OracleStage(OracleConfig(level5="call", backend=BackendConfig(kind="openai", model="m",
                                                                            base_url=srv.base_url)))
-        st.open()
+        st.setup()
         st.process([r])
         # every step is asked, level 5 included; steps with the same words ask the same thing once
         assert srv.calls == len({(s.conversation_context, s.level, s.true_reply) for s in every})

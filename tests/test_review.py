@@ -23,15 +23,16 @@ from typer.testing import CliRunner
 
 from kame_data.audio import wav_bytes
 from kame_data.dataset.card import write_card
+from kame_data.dataset.exclude import REASON
+from kame_data.dataset.exclude import exclude_rows as publish_excluding
+from kame_data.dataset.folder import DatasetError as ReviewError
 from kame_data.dataset.rows import arrow_schema
 from kame_data.dataset.validate import validate_dataset
 from kame_data.oracle.ladder import ladder
 from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
 from kame_data.records import Word
-from kame_data.review.data import ReviewError
 from kame_data.review.flags import FlagsError, load_flag_notes, load_flags
 from kame_data.review.html import build_page, script_json
-from kame_data.review.publish import REASON, publish_excluding
 from tests import chromium
 
 # The worked example of DESIGN.md ("Oracle events"): B asks, A answers "it's four".

@@ -114,3 +114,31 @@ def test_ray_executor_matches_local(tmp_path, quickstart_out):
                        capture_output=True, text=True, timeout=1200, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     assert row_hashes(out) == row_hashes(quickstart_out)
+    local, ray = (json.loads((o / "manifest.json").read_text()) for o in (quickstart_out, out))
+    assert ray["executor"] == "ray" and local["executor"] == "local"
+    for key in ("counts", "computed", "rejects", "levels", "per_source", "oracle_events"):
+        assert ray[key] == local[key], key
+    assert ray["computed"] == {"script": 3, "speak": 3, "oracle": 3}
+    asked = lambda m: m["llm"]["calls"] + m["llm"]["cache_hits"]  # noqa: E731 - the cache state differs
+    assert (ray["llm"]["backend"], ray["llm"]["model"], asked(ray)) == (local["llm"]["backend"], local["llm"]["model"],
+                                                                        asked(local)) and asked(ray) > 0
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_budget_stop_publishes_what_is_done(tmp_path, server, executor):
+    """A budget reached mid-run ends the run cleanly on either executor: the finished dialogues are
+    published, the manifest says why it stopped, and nothing went past the budget by a batch."""
+    if executor == "ray":
+        pytest.importorskip("ray")
+    recipe = make_recipe(tmp_path, server.base_url, prompt_price_per_million=100.0,
+                         completion_price_per_million=100.0, concurrency=4)
+    raw = yaml.safe_load(recipe.read_text())
+    raw["oracle"]["budget_usd"] = 0.3  # a dialogue's ladder costs about $0.15 at these prices
+    recipe.write_text(yaml.safe_dump(raw))
+    out = tmp_path / executor
+    r = run_cli(recipe, out, "--executor", executor)
+    assert r.returncode == 0, r.stderr[-3000:]
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["stopped"].startswith("budget") and m["executor"] == executor
+    assert 1 <= m["counts"]["samples"] < 4
+    assert m["llm"]["cost_usd"] >= 0.3

@@ -11,14 +11,14 @@ from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.speech.engines import VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
-from kame_data.text.normalize import spoken_words, to_spoken
+from kame_data.text import spoken_words, to_spoken
 from tests.audio_checks import assert_speech_only_at_words
 
 
 @pytest.fixture(scope="module")
 def stage():
     s = SpeakStage(SpeakConfig(workers=1), seed=7)
-    s.open()
+    s.setup()
     return s
 
 
@@ -153,7 +153,7 @@ def test_workers_give_the_same_output_in_input_order():
     try:
         two = pool.process(batch)
     finally:
-        pool.close()
+        pool.teardown()
     assert [r.id for r in two] == [d.id for d in batch]
     assert isinstance(two[2], Reject) and two[2].reason == "control_characters"
     for a, b in zip(one, two):

@@ -15,7 +15,7 @@ from kame_data.speech.whisper import (
     start_error_ms,
     word_error_rate,
 )
-from kame_data.text.normalize import spoken_words, to_spoken
+from kame_data.text import spoken_words, to_spoken
 
 
 def test_both_sides_normalise_the_same_way():

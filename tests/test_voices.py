@@ -10,7 +10,7 @@ import pytest
 from kame_data.records import Dialogue, RenderedDialogue, Turn
 from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
-from kame_data.text.normalize import spoken_words, to_spoken
+from kame_data.text import spoken_words, to_spoken
 from tests.audio_checks import frame_rms
 
 pytestmark = pytest.mark.slow

@@ -6,13 +6,13 @@ so the card can never disagree with the data."""
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from kame_data.atomic import atomic_path, write_text
+from kame_data.dataset.folder import DatasetDir
 from kame_data.dataset.rows import features
 
 log = logging.getLogger("kame_data.dataset.card")
@@ -97,30 +97,6 @@ def card_header(manifest: dict[str, Any]) -> dict[str, Any]:
     return header
 
 
-def collect_stats(out_dir: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Per-source and per-split figures read from the shards (small columns only, no audio)."""
-    import pyarrow.parquet as pq
-
-    per_source: dict[str, dict[str, Any]] = defaultdict(lambda: {"dialogues": 0, "seconds": 0.0, "items": set()})
-    per_split: dict[str, dict[str, Any]] = defaultdict(lambda: {"dialogues": 0, "seconds": 0.0, "items": set()})
-    durations: dict[str, list[float]] = defaultdict(list)
-    for shard in manifest["shards"]:
-        table = pq.read_table(Path(out_dir) / shard["path"], columns=["item_id", "source", "duration"])
-        for item, source, dur in zip(*(table.column(c).to_pylist() for c in ("item_id", "source", "duration"))):
-            for d in (per_source[source], per_split[shard["split"]]):
-                d["dialogues"] += 1
-                d["seconds"] += dur
-                d["items"].add(item)
-            durations[source].append(dur)
-
-    def finish(d: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        return {k: {"dialogues": v["dialogues"], "items": len(v["items"]), "hours": round(v["seconds"] / 3600, 4)}
-                for k, v in d.items()}
-
-    return {"per_source": finish(per_source), "per_split": finish(per_split),
-            "durations": {k: sorted(v) for k, v in sorted(durations.items())}}
-
-
 def make_plots(out_dir: Path, manifest: dict[str, Any], stats: dict[str, Any] | None) -> list[tuple[str, str]]:
     """PNG figures under OUT/assets/; returns (caption, relative path) pairs for the card."""
     import matplotlib
@@ -161,7 +137,7 @@ def make_plots(out_dir: Path, manifest: dict[str, Any], stats: dict[str, Any] | 
 
 def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
                 plots: list[tuple[str, str]] | None = None) -> str:
-    """The README.md text; `stats` (from `collect_stats`) and `plots` add per-source hours and figures."""
+    """The README.md text; `stats` (`RowStats.figures()`) and `plots` add per-source hours and figures."""
     sources = sorted(manifest["per_source"])
     licenses = source_licenses(manifest)
     splits = split_summary(manifest)
@@ -205,7 +181,7 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"{oracle.get('interval', 0.5)} s, target {oracle.get('target', 'assistant')}"
         + (f", {llm['calls']} calls and {llm.get('cache_hits', 0)} cache hits" if llm.get("calls") is not None else "")
         + ".",
-        f"- Splits assigned by a hash of the item id and the seed, so all variants of an item share a split: "
+        "- Splits assigned by a hash of the item id and the seed, so all variants of an item share a split: "
         + ", ".join(f"{sp} {frac:g}" for sp, frac in (recipe.get("publish", {}).get("splits") or
                                                        {recipe.get("publish", {}).get("split", "train"): 1}).items())
         + ".",
@@ -301,7 +277,7 @@ def write_card(out_dir: str | Path, manifest: dict[str, Any]) -> Path:
     """Write OUT/assets/*.png and OUT/README.md; statistics read from the shards where they exist."""
     out_dir = Path(out_dir)
     try:
-        stats = collect_stats(out_dir, manifest)
+        stats = DatasetDir(out_dir, manifest).statistics(events=False).figures()
     except (OSError, ValueError) as e:  # shards unreadable: card from the manifest alone
         log.warning("card statistics from the manifest only: %s", e)
         stats = None

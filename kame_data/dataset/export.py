@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-import pyarrow.parquet as pq
 import soundfile as sf
 
 from kame_data.atomic import write_bytes, write_json, write_jsonl, write_text
+from kame_data.dataset.folder import DatasetDir, DatasetError
 from kame_data.records import ORACLE_REFERENCE_FIELDS
 
 log = logging.getLogger("kame_data.dataset.export")
@@ -35,7 +35,7 @@ MOSHI_SPEAKERS = {"A": "SPEAKER_MAIN", "B": "SPEAKER_OTHER"}  # moshi-finetune t
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class ExportError(ValueError):
+class ExportError(DatasetError):
     """The dataset cannot be exported as asked; the message names the row or file."""
 
 
@@ -59,29 +59,13 @@ def safe_stem(row_id: str) -> str:
     return f"{cleaned or 'row'}-{digest}"
 
 
-def _manifest(out_dir: Path) -> dict[str, Any]:
-    path = out_dir / "manifest.json"
-    if not path.is_file():
-        raise ExportError(f"{path} is missing: is {out_dir} a kame-data output folder?")
-    return json.loads(path.read_text("utf-8"))
-
-
-def iter_rows(out_dir: str | Path, split: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(split, row) for every row of the dataset, shard by shard, a few rows in memory at a time."""
-    out_dir = Path(out_dir)
-    manifest = _manifest(out_dir)
-    splits = [s["split"] for s in manifest["shards"]]
-    if split is not None and split not in splits:
-        raise ExportError(f"no split {split!r} in {out_dir} (it has: {', '.join(dict.fromkeys(splits))})")
-    for shard in manifest["shards"]:
-        if split is not None and shard["split"] != split:
-            continue
-        path = out_dir / shard["path"]
-        if not path.is_file():
-            raise ExportError(f"shard {shard['path']} is missing; run `kame-data validate {out_dir}`")
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=16):
-            for row in batch.to_pylist():
-                yield shard["split"], row
+def iter_rows(ds: DatasetDir, split: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(split, row) for every row of the dataset (of `split`), shard by shard, a few rows at a time."""
+    if split is not None and split not in ds.splits:
+        raise ExportError(f"no split {split!r} in {ds.root} (it has: {', '.join(ds.splits)})")
+    for shard in ds.shards(split):
+        for row in ds.shard_rows(shard):
+            yield shard.split, row
 
 
 def _stereo_wav(row: dict[str, Any]) -> tuple[bytes, float]:
@@ -135,25 +119,24 @@ class _Stems:
         return stem
 
 
-def _split_dirs(out_dir: Path, dest: Path, split: str | None) -> tuple[list[str], dict[str, Path]]:
+def _split_dirs(ds: DatasetDir, dest: Path, split: str | None) -> dict[str, Path]:
     """One split (or a one-split dataset) goes to DEST itself; several go to DEST/<split>/ each,
     so validation and test rows never land in a training folder."""
-    manifest = _manifest(out_dir)
-    names = list(dict.fromkeys(s["split"] for s in manifest["shards"]))
+    names = ds.splits
     if split is not None:
-        return [split], {split: dest}
+        return {split: dest}
     if len(names) == 1:
-        return names, {names[0]: dest}
-    return names, {n: dest / n for n in names}
+        return {names[0]: dest}
+    return {n: dest / n for n in names}
 
 
 def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None) -> ExportReport:
     """Write the kame_finetune layout (audio/, text/, oracle_raw/) for one split or every split."""
-    out_dir, dest = Path(out_dir), Path(dest)
-    _, dirs = _split_dirs(out_dir, dest, split)
+    ds, dest = DatasetDir.open(out_dir), Path(dest)
+    dirs = _split_dirs(ds, dest, split)
     stems = {s: _Stems() for s in dirs}
     counts: dict[str, int] = {}
-    for sp, row in iter_rows(out_dir, split):
+    for sp, row in iter_rows(ds, split):
         base = dirs[sp]
         stem = stems[sp](row["id"])
         wav, _ = _stereo_wav(row)
@@ -185,10 +168,10 @@ def export_moshi_finetune(out_dir: str | Path, dest: str | Path, split: str | No
     Paths in the index are relative to DEST unless `absolute_paths` (moshi-finetune opens them
     from its working directory, so absolute paths avoid depending on where training starts).
     """
-    out_dir, dest = Path(out_dir), Path(dest)
+    ds, dest = DatasetDir.open(out_dir), Path(dest)
     stems = _Stems()
     index: dict[str, list[dict[str, Any]]] = {}
-    for sp, row in iter_rows(out_dir, split):
+    for sp, row in iter_rows(ds, split):
         stem = stems(row["id"])
         wav, duration = _stereo_wav(row)
         wav_path = dest / "data_stereo" / f"{stem}.wav"

@@ -14,6 +14,8 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
+from kame_data.dataset.folder import DatasetDir, DatasetError
+
 log = logging.getLogger("kame_data.dataset.push")
 
 UPLOAD = ["README.md", "manifest.json", "rejects.jsonl", "data/*.parquet", "assets/*.png"]
@@ -72,16 +74,18 @@ def push_dataset(out_dir: str | Path, repo_id: str, private: bool | None = None,
         raise PushError("HF_TOKEN is not set: create a token with write access on the hub and export HF_TOKEN")
     if _offline():
         raise PushError("HF_HUB_OFFLINE is set: pushing needs the network; unset HF_HUB_OFFLINE to push")
-    if not (out / "manifest.json").is_file():
-        raise PushError(f"{out} has no manifest.json: is it a kame-data output folder?")
+    try:
+        DatasetDir.open(out)
+    except DatasetError as e:
+        raise PushError(str(e)) from None
     endpoint = _endpoint()
     _check_reachable(endpoint)  # before validating: an unreachable hub should not cost a full read
     if validate:
-        from kame_data.dataset.validate import DatasetInvalid, validate_dataset
+        from kame_data.dataset.validate import validate_dataset
 
         try:
             validate_dataset(out)
-        except DatasetInvalid as e:
+        except DatasetError as e:
             raise PushError(f"{out} is not a valid dataset, not pushing: {e}") from e
 
     from huggingface_hub import HfApi

@@ -2,7 +2,8 @@
 
 Shards are written to OUT/.staging while open, then renamed to their final names
 `data/{split}-{i:05d}-of-{n:05d}.parquet` in `finish` (n is known only then), so a crashed run
-never leaves a half shard under data/.
+never leaves a half shard under data/. Rewriting a dataset without some rows (`exclude`) goes
+through the same staging, naming and stale-shard cleanup.
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -25,6 +28,7 @@ DEFAULT_ROWS_PER_SHARD = 100
 ROW_GROUP_ROWS = 8  # small row groups: a streaming reader holds one group in memory
 ROW_GROUP_BYTES = 32 << 20
 SPLIT_SUM_TOLERANCE = 1e-6
+SHARD_NAME = re.compile(r"^(?P<split>[a-z][a-z0-9_]*)-[0-9]{5}-of-[0-9]{5}\.parquet$")
 
 
 class PublishConfigError(ValueError):
@@ -75,23 +79,37 @@ def row_bytes(row: dict[str, Any]) -> int:
     return len(audio.get("bytes") or b"") + len(json.dumps(rest, ensure_ascii=False, default=str))
 
 
-@dataclass
-class _OpenShard:
-    """One shard being written: rows go out a row group at a time, so memory stays bounded."""
+def shard_name(split: str, index: int, count: int) -> str:
+    """The final file name of shard `index` of `count` in a split (the Hugging Face hub's pattern)."""
+    return f"{split}-{index:05d}-of-{count:05d}.parquet"
 
-    path: Path
-    writer: pq.ParquetWriter
-    rows: int = 0
-    bytes: int = 0
-    pending: list[dict[str, Any]] = field(default_factory=list)
-    pending_bytes: int = 0
 
-    def add(self, row: dict[str, Any], size: int, group_rows: int) -> None:
+def shard_split(name: str) -> str | None:
+    """The split a final shard name belongs to; None when the name is not a shard's."""
+    m = SHARD_NAME.match(name)
+    return m.group("split") if m else None
+
+
+class ShardFile:
+    """One shard being written: rows go out a row group at a time, so memory stays bounded.
+
+    A group closes at `group_rows` rows or ROW_GROUP_BYTES, whichever comes first.
+    """
+
+    def __init__(self, path: Path, group_rows: int = ROW_GROUP_ROWS):
+        self.path = Path(path)
+        self.group_rows = max(1, group_rows)
+        self.writer = pq.ParquetWriter(self.path, arrow_schema(), compression="zstd")
+        self.rows = self.bytes = self.pending_bytes = 0
+        self.pending: list[dict[str, Any]] = []
+
+    def add(self, row: dict[str, Any], size: int | None = None) -> None:
+        size = row_bytes(row) if size is None else size
         self.pending.append(row)
         self.pending_bytes += size
         self.rows += 1
         self.bytes += size
-        if len(self.pending) >= group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
+        if len(self.pending) >= self.group_rows or self.pending_bytes >= ROW_GROUP_BYTES:
             self.write_group()
 
     def write_group(self) -> None:
@@ -105,6 +123,53 @@ class _OpenShard:
         self.writer.close()
         with open(self.path, "rb+") as fh:
             os.fsync(fh.fileno())
+
+
+@dataclass
+class StagedShard:
+    """A finished shard file waiting for its final name under data/."""
+
+    path: Path
+    split: str
+    rows: int
+    sha256: str | None = None  # already known (a shard kept as it was); computed otherwise
+
+
+def fresh_staging(out_dir: Path) -> Path:
+    """OUT/.staging, emptied: where shards are written before they get their final names."""
+    staging = Path(out_dir) / STAGING
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    return staging
+
+
+def describe_shards(staged: list[StagedShard]) -> list[dict[str, Any]]:
+    """Manifest entries for `staged`: final names numbered per split in the order given, sizes, checksums."""
+    counts = Counter(s.split for s in staged)
+    index: Counter[str] = Counter()
+    entries = []
+    for s in staged:
+        name = shard_name(s.split, index[s.split], counts[s.split])
+        index[s.split] += 1
+        entries.append({"path": f"data/{name}", "split": s.split, "rows": s.rows,
+                        "bytes": s.path.stat().st_size, "sha256": s.sha256 or sha256_file(s.path)})
+    return entries
+
+
+def install_shards(out_dir: Path, staged: list[StagedShard], entries: list[dict[str, Any]]) -> None:
+    """Rename each staged shard onto its entry's path, then delete every other shard under data/
+    (stale ones from an earlier run) and the staging folder."""
+    out_dir = Path(out_dir)
+    data = out_dir / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for s, entry in zip(staged, entries, strict=True):
+        if s.path != out_dir / entry["path"]:
+            os.replace(s.path, out_dir / entry["path"])
+    keep = {Path(e["path"]).name for e in entries}
+    for old in data.glob("*.parquet"):
+        if old.name not in keep:
+            old.unlink()
+    shutil.rmtree(out_dir / STAGING, ignore_errors=True)
 
 
 class ShardWriter:
@@ -125,11 +190,9 @@ class ShardWriter:
         self.rows_per_shard = rows_per_shard
         self.max_bytes = int(shard_size_mb * (1 << 20)) if shard_size_mb else None
         self.row_group_size = max(1, row_group_size)
-        self.staging = self.out_dir / STAGING
-        shutil.rmtree(self.staging, ignore_errors=True)
-        self.staging.mkdir(parents=True)
-        self._open: dict[str, _OpenShard] = {}
-        self._closed: dict[str, list[tuple[Path, int]]] = {name: [] for name, _ in self.fractions}
+        self.staging = fresh_staging(self.out_dir)
+        self._open: dict[str, ShardFile] = {}
+        self._closed: dict[str, list[StagedShard]] = {name: [] for name, _ in self.fractions}
 
     @classmethod
     def from_publish(cls, out_dir: Path, publish: Mapping[str, Any], seed: int = 0) -> "ShardWriter":
@@ -156,8 +219,8 @@ class ShardWriter:
             shard = None
         if shard is None:
             path = self.staging / f"{split}-{len(self._closed[split]):05d}.parquet"
-            shard = self._open[split] = _OpenShard(path, pq.ParquetWriter(path, arrow_schema(), compression="zstd"))
-        shard.add(row, size, self.row_group_size)
+            shard = self._open[split] = ShardFile(path, self.row_group_size)
+        shard.add(row, size)
         if self.rows_per_shard is not None and shard.rows >= self.rows_per_shard:
             self._close(split)
         return split
@@ -165,25 +228,13 @@ class ShardWriter:
     def _close(self, split: str) -> None:
         shard = self._open.pop(split)
         shard.close()
-        self._closed[split].append((shard.path, shard.rows))
+        self._closed[split].append(StagedShard(shard.path, split, shard.rows))
 
     def finish(self) -> list[dict[str, Any]]:
         """Final shard names, splits, row counts, sizes and checksums (for the manifest)."""
         for split in list(self._open):
             self._close(split)
-        data = self.out_dir / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        final = []
-        for split in self.split_names:
-            staged = self._closed[split]
-            for i, (path, rows) in enumerate(staged):
-                name = f"{split}-{i:05d}-of-{len(staged):05d}.parquet"
-                os.replace(path, data / name)
-                final.append({"path": f"data/{name}", "split": split, "rows": rows,
-                              "bytes": (data / name).stat().st_size, "sha256": sha256_file(data / name)})
-        keep = {Path(s["path"]).name for s in final}
-        for old in data.glob("*.parquet"):
-            if old.name not in keep:
-                old.unlink()
-        shutil.rmtree(self.staging, ignore_errors=True)
-        return final
+        staged = [s for split in self.split_names for s in self._closed[split]]
+        entries = describe_shards(staged)
+        install_shards(self.out_dir, staged, entries)
+        return entries

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from kame_data.audio import decode
+from kame_data.dataset.folder import DatasetDir, DatasetError, Shard
 from kame_data.dataset.rows import SAMPLE_RATE, arrow_schema, row_metadata
 from kame_data.dataset.shards import (
     PublishConfigError,
@@ -26,23 +27,23 @@ from kame_data.dataset.shards import (
     split_fractions,
     split_of,
 )
+from kame_data.dataset.stats import RowStats
 from kame_data.oracle.ladder import hint_level
 from kame_data.schema import SchemaError, validate
 
 log = logging.getLogger("kame_data.dataset.validate")
 
 TOLERANCE = 0.011  # seconds; timings are rounded to 0.1 ms, durations to frames
-BATCH_ROWS = 16  # rows decoded at a time: validation streams, whatever the shard size
 
 
-class DatasetInvalid(ValueError):
+class DatasetInvalid(DatasetError):
     """The first violation found, located by shard, row id and field."""
 
     def __init__(self, shard: str, row: str, field: str, message: str):
-        self.shard, self.row, self.field, self.message = shard, row, field, message
         where = ", ".join(x for x in (f"shard {shard}" if shard else "", f"row {row}" if row else "",
                                        f"field {field}" if field else "") if x)
-        super().__init__(f"{where}: {message}" if where else message)
+        super().__init__(f"{where}: {message}" if where else message, field)
+        self.shard, self.row, self.message = shard, row, message
 
 
 @dataclass
@@ -116,19 +117,11 @@ def _check_row(row: dict[str, Any], check_audio: bool = True) -> Iterator[tuple[
             yield f"oracle[{i}].hint", "hint must be present exactly when the spoken ratio is above 0.5"
 
 
-def _load_manifest(out: Path) -> dict[str, Any]:
-    mpath = out / "manifest.json"
-    if not mpath.is_file():
-        raise DatasetInvalid("", "", "manifest.json", f"{mpath} is missing: is this a kame-data output folder?")
+def _open(out: Path) -> DatasetDir:
     try:
-        manifest = json.loads(mpath.read_text("utf-8"))
-    except json.JSONDecodeError as e:
-        raise DatasetInvalid("", "", "manifest.json", f"not valid JSON: {e}") from e
-    try:
-        validate("manifest", manifest)
-    except SchemaError as e:
-        raise DatasetInvalid("", "", f"manifest.json:{e.path}", e.message) from e
-    return manifest
+        return DatasetDir.open(out, check_schema=True)
+    except DatasetError as e:
+        raise DatasetInvalid("", "", e.field, e.message) from e
 
 
 def _check_columns(shard: str, pf: pq.ParquetFile) -> None:
@@ -176,83 +169,91 @@ def _check_card(out: Path, manifest: dict[str, Any], per_split: Counter) -> None
                                  f"{split} has {info[split]} examples in the card, {n} in the shards")
 
 
+class _CrossChecks:
+    """What no single row shows: duplicate ids, items in two splits, items off their hashed split;
+    and the figures the manifest states, counted as the rows go by."""
+
+    def __init__(self, manifest: dict[str, Any], check_audio: bool):
+        recipe = manifest["recipe"] if isinstance(manifest["recipe"], dict) else {}
+        publish = recipe.get("publish", {})
+        try:
+            self.fractions = split_fractions(publish) if publish.get("splits") else None
+        except PublishConfigError as e:
+            raise DatasetInvalid("", "", "manifest.json:recipe.publish", str(e)) from e
+        self.seed = recipe.get("seed", 0)
+        self.check_audio = check_audio
+        self.seen: set[str] = set()
+        self.item_split: dict[str, tuple[str, str]] = {}
+        self.stats = RowStats(f1=False)
+
+    def row(self, name: str, split: str, row: dict[str, Any]) -> None:
+        rid = str(row.get("id"))
+        if rid in self.seen:
+            raise DatasetInvalid(name, rid, "id", "duplicate row id")
+        self.seen.add(rid)
+        for field, message in _check_row(row, self.check_audio):
+            raise DatasetInvalid(name, rid, field, message)
+        item = row["item_id"]
+        first = self.item_split.setdefault(item, (split, rid))
+        if first[0] != split:
+            raise DatasetInvalid(name, rid, "item_id",
+                                 f"item {item} is in {split} and in {first[0]} (row {first[1]}): splits leak")
+        if self.fractions and split_of(item, self.seed, self.fractions) != split:
+            raise DatasetInvalid(name, rid, "item_id", f"item {item} hashes to split "
+                                 f"{split_of(item, self.seed, self.fractions)}, found in {split}")
+        self.stats.add_row(row, split)
+
+
+def _check_shard(ds: DatasetDir, shard: Shard, checks: _CrossChecks) -> None:
+    """The file, its columns, its row count, every row, then its checksum."""
+    name, split = shard.name, shard.split
+    if not Path(name).name.startswith(f"{split}-"):
+        raise DatasetInvalid(name, "", "split", f"shard of split {split!r} is not named {split}-*.parquet")
+    if not shard.path.is_file():
+        raise DatasetInvalid(name, "", "", "shard listed in manifest.json is missing")
+    try:
+        pf = ds.parquet(shard)
+    except Exception as e:  # pyarrow raises ArrowInvalid / OSError for damaged files
+        raise DatasetInvalid(name, "", "", f"not a readable Parquet file (truncated or damaged): {e}") from e
+    _check_columns(name, pf)
+    if pf.metadata.num_rows != shard.rows:
+        raise DatasetInvalid(name, "", "rows", f"{pf.metadata.num_rows} rows, manifest says {shard.rows}")
+    try:
+        for row in ds.shard_rows(shard):
+            checks.row(name, split, row)
+    except DatasetInvalid:
+        raise
+    except Exception as e:  # a damaged page surfaces only when read
+        raise DatasetInvalid(name, "", "", f"Parquet data does not read (truncated or damaged): {e}") from e
+    if shard.sha256 and sha256_file(shard.path) != shard.sha256:
+        raise DatasetInvalid(name, "", "sha256", "file checksum differs from manifest.json (modified after the run?)")
+
+
+def _check_figures(manifest: dict[str, Any], stats: RowStats) -> None:
+    """The manifest's counts and statistics are those of the rows."""
+    if stats.samples != manifest["counts"].get("samples", stats.samples):
+        raise DatasetInvalid("", "", "manifest.json:counts.samples",
+                             f"{stats.samples} rows in shards, manifest counts {manifest['counts']['samples']}")
+    counted = stats.manifest_fields()
+    for key in ("per_source", "oracle_events", "levels"):
+        if key in manifest and counted[key] != manifest[key]:
+            raise DatasetInvalid("", "", f"manifest.json:{key}", f"shards have {counted[key]}, "
+                                 f"manifest says {manifest[key]}")
+
+
 def validate_dataset(out_dir: str | Path, check_audio: bool = True) -> Report:
     """Raise DatasetInvalid at the first problem; return counts when everything holds."""
     out = Path(out_dir)
-    manifest = _load_manifest(out)
-    listed = {s["path"] for s in manifest["shards"]}
-    present = {f"data/{p.name}" for p in (out / "data").glob("*.parquet")}
-    for extra in sorted(present - listed):
+    ds = _open(out)
+    for extra in ds.stray_shards():
         raise DatasetInvalid(extra, "", "", "shard is not listed in manifest.json")
-    publish = manifest["recipe"].get("publish", {}) if isinstance(manifest["recipe"], dict) else {}
-    try:
-        fractions = split_fractions(publish) if publish.get("splits") else None
-    except PublishConfigError as e:
-        raise DatasetInvalid("", "", "manifest.json:recipe.publish", str(e)) from e
-    seed = manifest["recipe"].get("seed", 0)
-
-    seen: set[str] = set()
-    item_split: dict[str, tuple[str, str]] = {}
-    per_split: Counter[str] = Counter()
-    per_source: Counter[str] = Counter()
-    levels: Counter[str] = Counter()
-    events = 0
-    for shard in manifest["shards"]:
-        name, split = shard["path"], shard["split"]
-        path = out / name
-        if not Path(name).name.startswith(f"{split}-"):
-            raise DatasetInvalid(name, "", "split", f"shard of split {split!r} is not named {split}-*.parquet")
-        if not path.is_file():
-            raise DatasetInvalid(name, "", "", "shard listed in manifest.json is missing")
-        try:
-            pf = pq.ParquetFile(path)
-        except Exception as e:  # pyarrow raises ArrowInvalid / OSError for damaged files
-            raise DatasetInvalid(name, "", "", f"not a readable Parquet file (truncated or damaged): {e}") from e
-        _check_columns(name, pf)
-        if pf.metadata.num_rows != shard["rows"]:
-            raise DatasetInvalid(name, "", "rows", f"{pf.metadata.num_rows} rows, manifest says {shard['rows']}")
-        try:
-            batches = pf.iter_batches(batch_size=BATCH_ROWS)
-            for batch in batches:
-                for row in batch.to_pylist():
-                    rid = str(row.get("id"))
-                    if rid in seen:
-                        raise DatasetInvalid(name, rid, "id", "duplicate row id")
-                    seen.add(rid)
-                    for field, message in _check_row(row, check_audio):
-                        raise DatasetInvalid(name, rid, field, message)
-                    item = row["item_id"]
-                    first = item_split.setdefault(item, (split, rid))
-                    if first[0] != split:
-                        raise DatasetInvalid(name, rid, "item_id",
-                                             f"item {item} is in {split} and in {first[0]} (row {first[1]}): splits leak")
-                    if fractions and split_of(item, seed, fractions) != split:
-                        raise DatasetInvalid(name, rid, "item_id", f"item {item} hashes to split "
-                                             f"{split_of(item, seed, fractions)}, found in {split}")
-                    per_split[split] += 1
-                    per_source[row["source"]] += 1
-                    levels.update(str(e["level"]) for e in row["oracle"])
-                    events += len(row["oracle"])
-        except DatasetInvalid:
-            raise
-        except Exception as e:  # a damaged page surfaces only when read
-            raise DatasetInvalid(name, "", "", f"Parquet data does not read (truncated or damaged): {e}") from e
-        if shard.get("sha256") and sha256_file(path) != shard["sha256"]:
-            raise DatasetInvalid(name, "", "sha256", "file checksum differs from manifest.json (modified after the run?)")
-
-    rows_total = sum(per_split.values())
-    if rows_total != manifest["counts"].get("samples", rows_total):
-        raise DatasetInvalid("", "", "manifest.json:counts.samples",
-                             f"{rows_total} rows in shards, manifest counts {manifest['counts']['samples']}")
-    if "per_source" in manifest and dict(per_source) != manifest["per_source"]:
-        raise DatasetInvalid("", "", "manifest.json:per_source", f"shards have {dict(sorted(per_source.items()))}, "
-                             f"manifest says {manifest['per_source']}")
-    if "oracle_events" in manifest and events != manifest["oracle_events"]:
-        raise DatasetInvalid("", "", "manifest.json:oracle_events", f"{events} events in shards, manifest says "
-                             f"{manifest['oracle_events']}")
-    if "levels" in manifest and dict(levels) != manifest["levels"]:
-        raise DatasetInvalid("", "", "manifest.json:levels", f"shards have {dict(sorted(levels.items()))}, "
-                             f"manifest says {manifest['levels']}")
-    _check_card(out, manifest, per_split)
-    log.info("valid: %s (%d rows, %d shards, %d events)", out, rows_total, len(manifest["shards"]), events)
-    return Report(shards=len(manifest["shards"]), rows=rows_total, events=events, splits=dict(per_split))
+    checks = _CrossChecks(ds.manifest, check_audio)
+    shards = ds.shards()
+    for shard in shards:
+        _check_shard(ds, shard, checks)
+    stats = checks.stats
+    _check_figures(ds.manifest, stats)
+    per_split = Counter({split: g.dialogues for split, g in stats.per_split.items()})
+    _check_card(out, ds.manifest, per_split)
+    log.info("valid: %s (%d rows, %d shards, %d events)", out, stats.samples, len(shards), stats.events)
+    return Report(shards=len(shards), rows=stats.samples, events=stats.events, splits=dict(per_split))

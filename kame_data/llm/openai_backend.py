@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import threading
 
 from kame_data.llm.accounting import Meter
 from kame_data.llm.base import ChatRequest, ChatResult
@@ -50,27 +51,50 @@ class OpenAIBackend:
         self.meter = meter or Meter()
         self.failures = 0  # failed attempts in total (for the manifest)
         self._streak = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None  # started on first use, on its own thread
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """Thread-safe: batches from several threads share one event loop, one connection pool,
+        one `concurrency` window and one rate limiter, so the service never idles between batches."""
         if not requests:
             return []
-        return asyncio.run(self._complete_all(requests))
+        loop = self._start()
+        return asyncio.run_coroutine_threadsafe(self._complete_all(requests), loop).result()
 
-    async def _complete_all(self, requests: list[ChatRequest]) -> list[ChatResult]:
+    def _start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, daemon=True, name="kame-data-openai").start()
+                asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+                self._loop = loop
+            return self._loop
+
+    async def _open(self) -> None:
         from openai import AsyncOpenAI
 
-        limiter = RateLimiter(self.rpm, self.tpm)
-        gate = asyncio.Semaphore(self.concurrency)
-        async with AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
-                               max_retries=0) as client:
-            tasks = [asyncio.ensure_future(self._one(client, limiter, gate, r)) for r in requests]
-            try:
-                return list(await asyncio.gather(*tasks))
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+        self._client = AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
+                                   max_retries=0)
+        self._gate = asyncio.Semaphore(self.concurrency)
+        self._limiter = RateLimiter(self.rpm, self.tpm)
+
+    def close(self) -> None:
+        with self._lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            asyncio.run_coroutine_threadsafe(self._client.close(), loop).result()
+            loop.call_soon_threadsafe(loop.stop)
+
+    async def _complete_all(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        tasks = [asyncio.ensure_future(self._one(self._client, self._limiter, self._gate, r)) for r in requests]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
     async def _one(self, client, limiter: RateLimiter, gate: asyncio.Semaphore, req: ChatRequest) -> ChatResult:
         import openai

@@ -11,6 +11,8 @@ from kame_data.llm.config import BackendConfig, open_backend
 from kame_data.oracle.ladder import Step, ladder
 from kame_data.oracle.prompts import build_request, clean_prediction, usable
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
+from kame_data.step import Resources
+from kame_data.step import Step as PipelineStep
 
 log = logging.getLogger(__name__)
 
@@ -28,22 +30,44 @@ class OracleConfig:
     backend: BackendConfig = field(default_factory=BackendConfig)
 
 
-class OracleStage:
+class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
+    """Each dialogue's oracle ladder: the reference steps (ladder.py) with a simulator prediction
+    per step, as a Sample plus a Reject per dropped event."""
+
     name = "oracle"
 
-    def __init__(self, cfg: OracleConfig, backend: ChatBackend | None = None, cache=None):
+    def __init__(self, config: OracleConfig, backend: ChatBackend | None = None, cache=None):
         """`backend` overrides the configured one (tests); `cache` is a RequestCache or None."""
-        self.cfg = cfg
+        super().__init__(config, seed=None)  # the simulator's seeds come from each request
+        self.cfg = config
         self.backend = backend
         self.cache = cache
-        b = cfg.backend
-        self.meter = Meter(Prices(b.prompt_price_per_million, b.completion_price_per_million), cfg.budget_usd)
+        b = config.backend
+        self.meter = Meter(Prices(b.prompt_price_per_million, b.completion_price_per_million), config.budget_usd)
 
-    def open(self) -> None:
+    @property
+    def resources(self) -> Resources:
+        # A remote service takes requests from several batches at once (its client bounds what is
+        # in flight); the embedded model answers in order, one batch at a time.
+        remote = self.cfg.backend.kind == "openai"
+        return Resources(cpus=0.2 if remote else 1.0, concurrent_batches=8 if remote else 1)
+
+    def setup(self) -> None:
         if self.backend is None:
             from kame_data.llm.cache import CachedBackend
 
             self.backend = CachedBackend(open_backend(self.cfg.backend, self.meter), self.cache)
+
+    def teardown(self) -> None:
+        inner = getattr(self.backend, "inner", None)
+        if hasattr(inner, "close"):
+            inner.close()
+
+    def summary(self) -> dict:
+        return self.backend.summary() if hasattr(self.backend, "summary") else {}
+
+    def run(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
+        return self.map(batch)
 
     def _predict(self, steps: list[Step]) -> tuple[list[str], list[str]]:
         """(prediction, error) per step. Level 5 is the true reply unless `level5: call`.
@@ -74,7 +98,7 @@ class OracleStage:
     def map(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
         """Per dialogue: [Sample, event rejects…] or [Reject]. All steps of the batch are sent
         together, so a remote backend overlaps them."""
-        self.open()
+        self.setup()
         target = TARGETS[self.cfg.target]
         ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
                    for r in batch]

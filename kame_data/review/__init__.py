@@ -1,8 +1,8 @@
 """Reviewer tools: judge oracle ladders quickly.
 
 `inspect` renders one dialogue and its ladder for the terminal, `html` writes a self-contained
-review page (audio, timeline, ladder, flags), `flags` reads the flags a reviewer saved from that
-page, and `publish` rewrites a dataset without the flagged rows.
+review page (audio, timeline, ladder, flags), and `flags` reads the flags a reviewer saved from
+that page; `kame_data.dataset.exclude` rewrites a dataset without the flagged rows.
 """
 
 from kame_data.oracle.metrics import token_f1

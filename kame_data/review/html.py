@@ -28,8 +28,9 @@ from statistics import mean
 from typing import Any, Optional
 
 from kame_data.atomic import write_text
+from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
+from kame_data.dataset.stats import RowStats
 from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
-from kame_data.review.data import Dataset, ReviewError, open_dataset
 
 log = logging.getLogger(__name__)
 
@@ -120,48 +121,34 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
     }
 
 
-class _Summary:
-    """Figures over every row, gathered one row at a time, so a large dataset never sits in memory."""
-
-    def __init__(self) -> None:
-        self.f1s: dict[int, list[float]] = {lv: [] for lv in range(6)}
-        self.durations: list[float] = []
-        self.per_source: dict[str, int] = {}
-        self.per_category: dict[str, int] = {}
-
-    def add(self, row: dict[str, Any]) -> None:
-        for e, truth in zip(row["oracle"], true_replies(row["words"], row["oracle"])):
-            self.f1s.setdefault(e["level"], []).append(token_f1(e["prediction"], truth))
-        self.durations.append(row["duration"])
-        self.per_source[row["source"]] = self.per_source.get(row["source"], 0) + 1
-        key = f"{row['source']} / {row['category']}"
-        self.per_category[key] = self.per_category.get(key, 0) + 1
-
-    def result(self, ds: Dataset) -> dict[str, Any]:
-        rejects = ds.rejects()
-        by_reason: dict[str, int] = {}
-        for r in rejects:
-            reason = str(r.get("reason", "?"))
-            by_reason[reason] = by_reason.get(reason, 0) + 1
-        if not rejects:
-            by_reason = dict(ds.manifest.get("rejects", {}))
-        return {
-            "dialogues": len(self.durations),
-            "events": sum(len(xs) for xs in self.f1s.values()),
-            "seconds": round(sum(self.durations), 2),
-            "levels": [{"level": lv, "events": len(xs), "f1_mean": round(mean(xs), 3) if xs else None,
-                        "f1_q": _quantiles(xs) if xs else None} for lv, xs in sorted(self.f1s.items())],
-            "durations": _histogram(self.durations),
-            "per_source": dict(sorted(self.per_source.items())),
-            "per_category": dict(sorted(self.per_category.items())),
-            "rejects": dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "reject_rows": [{k: str(r.get(k, "")) for k in ("stage", "id", "reason", "detail")}
-                            for r in rejects[:MAX_REJECT_ROWS]],
-            "reject_total": len(rejects),
-        }
+def _summary(ds: DatasetDir, stats: RowStats) -> dict[str, Any]:
+    """The page's summary: figures over every row, and the rejects."""
+    rejects = ds.rejects()
+    by_reason: dict[str, int] = {}
+    for r in rejects:
+        reason = str(r.get("reason", "?"))
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    if not rejects:
+        by_reason = dict(ds.manifest.get("rejects", {}))
+    f1s = {lv: [] for lv in range(6)} | (stats.f1_values or {})
+    categories = {f"{source} / {category}": n for (source, category), n in stats.per_category.items()}
+    return {
+        "dialogues": stats.samples,
+        "events": stats.events,
+        "seconds": round(stats.seconds, 2),
+        "levels": [{"level": lv, "events": len(xs), "f1_mean": round(mean(xs), 3) if xs else None,
+                    "f1_q": _quantiles(xs) if xs else None} for lv, xs in sorted(f1s.items())],
+        "durations": _histogram([d for per_source in stats.durations.values() for d in per_source]),
+        "per_source": {s: g.dialogues for s, g in sorted(stats.per_source.items())},
+        "per_category": dict(sorted(categories.items())),
+        "rejects": dict(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "reject_rows": [{k: str(r.get(k, "")) for k in ("stage", "id", "reason", "detail")}
+                        for r in rejects[:MAX_REJECT_ROWS]],
+        "reject_total": len(rejects),
+    }
 
 
-def _audio_blocks(ds: Dataset, ids: list[str], mode: str) -> list[str]:
+def _audio_blocks(ds: DatasetDir, ids: list[str], mode: str) -> list[str]:
     """base64 audio per id (in `ids` order), re-encoded to Opus in parallel when asked."""
     index = {rid: i for i, rid in enumerate(ids)}
     wavs: list[bytes] = [b""] * len(ids)
@@ -180,17 +167,17 @@ def build_page(out: str | Path, sample: Optional[int] = None, seed: int = 0, aud
                title: Optional[str] = None) -> tuple[str, dict[str, Any]]:
     """The page's HTML and a few facts about it (cards, dialogues, audio mode)."""
     if audio not in AUDIO_MODES:
-        raise ReviewError(f"audio must be one of {', '.join(AUDIO_MODES)}, not {audio!r}")
-    ds = open_dataset(out)
-    total = sum(int(s["rows"]) for s in ds.manifest["shards"])
+        raise DatasetError(f"audio must be one of {', '.join(AUDIO_MODES)}, not {audio!r}")
+    ds = DatasetDir.open(out, check_shards=True)
+    total = ds.num_rows()
     keep = set(random.Random(seed).sample(range(total), sample)) if sample is not None and sample < total else None
-    summary, picked = _Summary(), []
-    for i, row in enumerate(ds.rows()):
-        summary.add(row)
+    stats, picked = RowStats(keep_f1=True), []
+    for i, row in enumerate(ds.rows(META_COLUMNS)):
+        stats.add_row(row)
         if keep is None or i in keep:
             picked.append(row)
     if not picked:
-        raise ReviewError(f"{ds.out} has no rows to review")
+        raise DatasetError(f"{ds.root} has no rows to review")
     if audio == "auto":
         wav_b64 = sum(r["duration"] for r in picked) * 24000 * 4 * 4 / 3
         audio = "wav" if wav_b64 <= WAV_BUDGET else "opus"
@@ -199,15 +186,15 @@ def build_page(out: str | Path, sample: Optional[int] = None, seed: int = 0, aud
     blocks = _audio_blocks(ds, ids, audio) if audio != "none" else []
 
     m = ds.manifest
-    name = m.get("recipe_name") or ds.out.name
+    name = m.get("recipe_name") or ds.root.name
     data = {
         "title": title or f"kame-data review: {name}",
-        "dataset": {"name": name, "path": str(ds.out), "config_hash": m.get("config_hash", ""),
+        "dataset": {"name": name, "path": str(ds.root), "config_hash": m.get("config_hash", ""),
                     "format": m.get("format", ""), "model": (m.get("llm") or {}).get("model", ""),
                     "backend": (m.get("llm") or {}).get("backend", "")},
         "generated": time.strftime("%Y-%m-%d %H:%M:%S"),
         "audio": {"mode": audio, "mime": MIME.get(audio, "")},
-        "summary": summary.result(ds),
+        "summary": _summary(ds, stats),
         "dialogues": [_card(r, i if blocks else -1) for i, r in enumerate(picked)],
     }
     css, js = _asset("review.css"), _asset("review.js")
@@ -226,7 +213,7 @@ def build_page(out: str | Path, sample: Optional[int] = None, seed: int = 0, aud
     # After the script: the first cards render before the parser reaches the (large) audio.
     parts += [f"<script type=\"application/json\" id=\"audio-{i}\">\"{b}\"</script>\n" for i, b in enumerate(blocks)]
     parts.append("</body></html>\n")
-    return "".join(parts), {"cards": len(picked), "dialogues": len(summary.durations), "audio": audio}
+    return "".join(parts), {"cards": len(picked), "dialogues": stats.samples, "audio": audio}
 
 
 def write_review(out: str | Path, dest: str | Path, sample: Optional[int] = None, seed: int = 0,

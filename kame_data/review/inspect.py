@@ -11,13 +11,14 @@ import random
 from typing import Any, Optional
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
 from kame_data.oracle.metrics import clean_text, reply_spans, token_f1
-from kame_data.review.data import Dataset, ReviewError
 
 LEVEL_STYLES = {0: "bold red", 1: "bold dark_orange", 2: "bold yellow", 3: "bold chartreuse3",
                 4: "bold green", 5: "bold cyan"}
@@ -27,15 +28,12 @@ def _t(text: Any, style: str = "") -> Text:
     return Text(clean_text(str(text)), style=style)
 
 
-def _candidates(ds: Dataset, source: Optional[str], level: Optional[int]) -> list[str]:
+def _candidates(ds: DatasetDir, source: Optional[str], level: Optional[int]) -> list[str]:
     """Ids that pass the filters, read shard by shard in Arrow (no per-event Python objects)."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
     ids: list[str] = []
     sources: set[str] = set()
-    for path in ds.shard_paths:
-        t = pq.read_table(path, columns=["id", "source"] + (["oracle"] if level is not None else []))
+    for shard in ds.shards():
+        t = ds.table(shard, ["id", "source"] + (["oracle"] if level is not None else []))
         sources.update(t["source"].to_pylist())
         keep = pc.equal(t["source"], source) if source is not None else None
         if level is not None:
@@ -46,14 +44,14 @@ def _candidates(ds: Dataset, source: Optional[str], level: Optional[int]) -> lis
             keep = has if keep is None else pc.and_(keep, has)
         ids.extend((t.filter(keep) if keep is not None else t)["id"].to_pylist())
     if source is not None and source not in sources:
-        raise ReviewError(f"no dialogue from source {source!r} in {ds.out} (sources: {', '.join(sorted(sources))})")
+        raise DatasetError(f"no dialogue from source {source!r} in {ds.root} (sources: {', '.join(sorted(sources))})")
     if not ids:
         what = f"from source {source!r} " if source is not None else ""
-        raise ReviewError(f"no dialogue {what}in {ds.out} has an oracle event at level {level}")
+        raise DatasetError(f"no dialogue {what}in {ds.root} has an oracle event at level {level}")
     return ids
 
 
-def select_rows(ds: Dataset, id: Optional[str] = None, random_n: Optional[int] = None,
+def select_rows(ds: DatasetDir, id: Optional[str] = None, random_n: Optional[int] = None,
                 source: Optional[str] = None, level: Optional[int] = None,
                 seed: Optional[int] = None) -> list[dict[str, Any]]:
     """The dialogues to show: one by id, N at random, or the first; filtered by source and level.
@@ -62,14 +60,14 @@ def select_rows(ds: Dataset, id: Optional[str] = None, random_n: Optional[int] =
     read whole, so this stays quick on a large dataset.
     """
     if id is not None:
-        rows = list(ds.rows(ids=[id]))
+        rows = list(ds.rows(META_COLUMNS, ids=[id]))
         if not rows:
             sample = ", ".join(ds.ids()[:3])
-            raise ReviewError(f"no dialogue with id {id!r} in {ds.out} (ids look like: {sample})")
+            raise DatasetError(f"no dialogue with id {id!r} in {ds.root} (ids look like: {sample})")
         return rows
     ids = _candidates(ds, source, level)
     picked = random.Random(seed).sample(ids, min(random_n, len(ids))) if random_n is not None else ids[:1]
-    by_id = {r["id"]: r for r in ds.rows(ids=picked)}
+    by_id = {r["id"]: r for r in ds.rows(META_COLUMNS, ids=picked)}
     return [by_id[i] for i in picked]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from kame_data.atomic import write_json
 from kame_data.dataset.card import write_card
+from kame_data.dataset.stats import RowStats
 from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.schema import validate
@@ -52,12 +53,8 @@ def _licenses(recipe: Recipe) -> dict[str, str]:
 
 def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timings: dict[str, float],
                    shards: list[dict[str, Any]], samples: list[dict[str, Any]], backend=None) -> dict[str, Any]:
-    levels = Counter(level for s in samples for level in s["levels"])
-    f1_sum: Counter = Counter()
-    for s in samples:
-        for level, f1 in zip(s["levels"], s.get("f1", [])):
-            f1_sum[level] += f1
-    per_source = Counter(s["source"] for s in samples)
+    """`samples`: per written row, `{"source", "duration", "levels", "f1"}` (see `sample_figures`)."""
+    stats = RowStats.of_samples(samples).manifest_fields()
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "recipe": recipe.raw,
@@ -66,15 +63,11 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
         "versions": _versions(),
         "git_commit": _git_commit(),
         "counts": {**{k: int(v) for k, v in counts.items()}, "samples": len(samples)},
-        "per_source": dict(sorted(per_source.items())),
+        "per_source": stats["per_source"],
         "licenses": _licenses(recipe),
         "rejects": dict(sorted(Counter(r.reason for r in rejects).items())),
         "timings": {k: round(v, 3) for k, v in timings.items()},
-        "levels": {str(k): v for k, v in sorted(levels.items())},
-        # mean token-F1 of the prediction to the true reply: should climb with the level
-        "oracle_f1_by_level": {str(k): round(f1_sum[k] / levels[k], 4) for k in sorted(levels) if k in f1_sum},
-        "audio_hours": round(sum(s["duration"] for s in samples) / 3600, 4),
-        "oracle_events": sum(len(s["levels"]) for s in samples),
+        **{k: stats[k] for k in ("levels", "oracle_f1_by_level", "audio_hours", "oracle_events")},
         "shards": shards,
     }
     if backend is not None:

@@ -1,75 +1,165 @@
-"""The same recipe and stage functions on Ray Data: one `map_batches` per stage, each stage an
-actor that loads its models once. Checkpoints and the LLM cache are the local executor's, so a
-shared filesystem lets the two executors resume each other's runs."""
+"""The Ray Data executor: the same steps and `apply_step` as the local executor, one
+`map_batches` per step, each step in actors that load their models once.
+
+Checkpoints and the LLM cache are the local executor's, so a shared filesystem lets the two
+executors resume each other's runs. Counts and step summaries (LLM usage) travel back through a
+small collector actor, so the manifest says the same as a local run's.
+"""
 
 from __future__ import annotations
 
 import logging
 import pickle
+from dataclasses import asdict
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
-from kame_data.recipe import Recipe
 from kame_data.runner.checkpoint import CheckpointStore, Keyed
+from kame_data.runner.config import RunConfig
+from kame_data.runner.executor import (
+    BatchDone,
+    RunStats,
+    StepCounts,
+    apply_step,
+    step_key,
+)
+from kame_data.step import Step
 
 log = logging.getLogger(__name__)
 
-# CPU share each stage's actor reserves; two cores must hold all three at once.
-_CPUS = {"script": 0.1, "speak": 1.0, "oracle": 0.5}
+
+class _Collector:
+    """Counts per step and the latest summary of each actor, drained by the driver."""
+
+    def __init__(self):
+        self.fresh: list[tuple[str, dict]] = []
+        self.summaries: dict[tuple[str, str], dict] = {}
+        self.error: BaseException | None = None
+
+    def fail(self, error: BaseException) -> None:
+        """The first step error, kept whole: Ray's own wrappers lose the exception's type."""
+        self.error = self.error or error
+
+    def first_error(self) -> BaseException | None:
+        return self.error
+
+    def record(self, name: str, counts: dict, actor: str, summary: dict) -> None:
+        self.fresh.append((name, counts))
+        self.summaries[(name, actor)] = summary
+
+    def drain(self) -> list[tuple[str, dict]]:
+        out, self.fresh = self.fresh, []
+        return out
+
+    def all_summaries(self) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        for (name, _), summary in sorted(self.summaries.items()):
+            out.setdefault(name, []).append(summary)
+        return out
 
 
-class _StageActor:
-    """Builds the stage list in the actor and applies stage `index` to a batch of pickled records."""
+class _StepActor:
+    """Builds the run's steps in the actor and applies step `index` to batches of pickled records."""
 
-    def __init__(self, recipe: Recipe, index: int, store_root: str | None, cache_path: str | None):
+    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector):
+        import uuid
+
         from kame_data.llm.cache import RequestCache
-        from kame_data.runner.run import build_stages, stage_keys
 
         cache = RequestCache(cache_path) if cache_path else None
-        stages = build_stages(recipe, cache)
-        self.stage = stages[index]
-        self.stage.open()
-        self.key = stage_keys(stages)[index]
+        self.step = config.build_steps(cache)[index]
+        self.key = step_key(self.step)
         self.store = CheckpointStore(store_root) if store_root else None
+        self.collector, self.id = collector, uuid.uuid4().hex
 
     def __call__(self, batch):
         import pyarrow as pa
 
-        from kame_data.runner.keyed import apply_stage
-
         keyed = [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
                                                             batch.column("blob").to_pylist())]
-        out, _ = apply_stage(self.stage, self.key, keyed, self.store)
+        try:
+            out, counts = apply_step(self.step, self.key, keyed, self.store)
+        except Exception as e:
+            import ray
+
+            ray.get([self.collector.fail.remote(e),  # what the failed batch spent counts too
+                     self.collector.record.remote(self.step.name, asdict(StepCounts()), self.id, self.step.summary())])
+            raise
+        self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary())
         return pa.table({"key": pa.array([k.key for k in out], pa.string()),
                          "blob": pa.array([pickle.dumps(k.record, protocol=pickle.HIGHEST_PROTOCOL) for k in out],
                                           pa.large_binary())})
 
 
-def run_on_ray(recipe: Recipe, stage_names: list[str], items: list[Keyed], store: CheckpointStore | None,
-               cache_path: Path | None, address: str | None = None) -> Iterator[Keyed]:
-    """Yield the last stage's keyed outputs (rejects included) in input order."""
-    try:
-        import pyarrow as pa
-        import ray
-    except ImportError as e:
-        raise RuntimeError("--executor ray needs `pip install 'ray[data]'`") from e
+def _merge(summaries: list[dict]) -> dict:
+    """Several actors' summaries of one step: numbers add up, the rest is taken from the first."""
+    out: dict[str, Any] = {}
+    for s in summaries:
+        for k, v in s.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k in out:
+                out[k] += v
+            else:
+                out.setdefault(k, v)
+    return out
 
-    if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                 **({} if address else {"num_cpus": 2}))
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
-    ds = ray.data.from_arrow(pa.table({
-        "key": pa.array([k.key for k in items], pa.string()),
-        "blob": pa.array([pickle.dumps(k.record) for k in items], pa.large_binary()),
-    }))
-    for index, name in enumerate(stage_names):
-        ds = ds.map_batches(
-            _StageActor, batch_format="pyarrow", batch_size=recipe.batch_size, concurrency=1,
-            num_cpus=_CPUS.get(name, 0.5),
-            fn_constructor_kwargs=dict(recipe=recipe, index=index,
-                                       store_root=str(store.root) if store else None,
-                                       cache_path=str(cache_path) if cache_path else None))
-    for batch in ds.iter_batches(batch_format="pyarrow", batch_size=recipe.batch_size):
-        for k, b in zip(batch.column("key").to_pylist(), batch.column("blob").to_pylist()):
-            yield Keyed(k, pickle.loads(b))
+
+class RayExecutor:
+    name = "ray"
+
+    def __init__(self, config: RunConfig, address: str | None = None, cache_path: Path | None = None):
+        self.config, self.address, self.cache_path = config, address, cache_path
+
+    @staticmethod
+    def _cpus(step: Step) -> float:
+        """CPUs each step's actor reserves: a local cluster of two cores must hold all of them at
+        once (the speak actor still runs its own worker pool, as locally, so renders match)."""
+        return min(step.resources.cpus, 1.0 if step.resources.concurrent_batches > 1 else 0.5)
+
+    def run(self, steps: list[Step], batches: Iterator[list[Keyed]], store: CheckpointStore | None,
+            stats: RunStats, on_batch: BatchDone) -> Iterator[list[Keyed]]:
+        try:
+            import pyarrow as pa
+            import ray
+        except ImportError as e:
+            raise RuntimeError("--executor ray needs `pip install 'ray[data]'`") from e
+
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+                     **({} if self.address else {"num_cpus": 2}))
+        ctx = ray.data.DataContext.get_current()
+        ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
+        collector = ray.remote(_Collector).options(num_cpus=0).remote()
+        # One block per batch: blocks flow through the steps independently, so a batch that
+        # finished is written even when a later one fails (budget) and memory stays per batch.
+        ds = ray.data.from_arrow([pa.table({
+            "key": pa.array([k.key for k in batch], pa.string()),
+            "blob": pa.array([pickle.dumps(k.record) for k in batch], pa.large_binary()),
+        }) for batch in batches])
+        for index, step in enumerate(steps):
+            ds = ds.map_batches(
+                _StepActor, batch_format="pyarrow", batch_size=self.config.batch_size, concurrency=1,
+                num_cpus=self._cpus(step), fn_constructor_kwargs=dict(config=self.config, index=index,
+                                                          store_root=str(store.root) if store else None,
+                                                          cache_path=str(self.cache_path) if self.cache_path else None,
+                                                          collector=collector))
+
+        def report() -> None:
+            for name, counts in ray.get(collector.drain.remote()):
+                c = StepCounts(**counts)
+                stats.record(name, c)
+                on_batch(name, c)
+
+        try:
+            for batch in ds.iter_batches(batch_format="pyarrow", batch_size=self.config.batch_size):
+                yield [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
+                                                                 batch.column("blob").to_pylist())]
+                report()
+        except Exception as e:  # noqa: BLE001 - re-raised as the step's own error when there is one
+            own = ray.get(collector.first_error.remote())
+            if own is None:
+                raise
+            raise own from e
+        finally:
+            report()
+            for name, summaries in ray.get(collector.all_summaries.remote()).items():
+                stats.summaries[name] = _merge(summaries)

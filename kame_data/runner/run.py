@@ -1,5 +1,6 @@
-"""One runner for every recipe: batches flow through the stages; the runner keeps counts,
-timings, rejects and progress, and writes every output file atomically."""
+"""One runner for every recipe: the sources step feeds batches to an executor, whose last outputs
+go to the write step; the runner keeps counts, timings, rejects and progress, and writes every
+output file atomically."""
 
 from __future__ import annotations
 
@@ -7,36 +8,32 @@ import faulthandler
 import logging
 import os
 import time
-from collections import Counter
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
-from kame_data.atomic import write_json, write_jsonl
-from kame_data.dataset.rows import sample_row
-from kame_data.dataset.shards import PublishConfigError, ShardWriter
+from kame_data.atomic import write_jsonl
+from kame_data.dataset.shards import PublishConfigError
 from kame_data.llm.accounting import BudgetExceeded
 from kame_data.llm.limits import BackendUnavailable
 from kame_data.llm.openai_backend import BackendConfigError
-from kame_data.oracle.metrics import token_f1, true_replies
-from kame_data.oracle.stage import OracleConfig, OracleStage
-from kame_data.recipe import Recipe, build_config
+from kame_data.recipe import Recipe
 from kame_data.records import Reject
-from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, item_key
-from kame_data.runner.keyed import Stage, apply_stage
-from kame_data.runner.manifest import (
-    build_manifest,
-    dialogue_quality,
-    quality_summary,
-    write_outputs,
-)
-from kame_data.script.stage import ScriptStage
-from kame_data.script.template import ScriptConfig
-from kame_data.sources import load_items
-from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.runner.checkpoint import CheckpointStore, Keyed, item_key
+from kame_data.runner.config import RunConfig
+from kame_data.runner.executor import RunStats, StepCounts
+from kame_data.runner.manifest import build_manifest, quality_summary, write_outputs
+from kame_data.runner.progress import Progress
+from kame_data.runner.until import STAGES, write_partial
+from kame_data.runner.write import WriteStep
+from kame_data.schema import validate
+from kame_data.sources.step import SourcesStep
+from kame_data.step import Step
 from kame_data.workers import FAULT_LOG_ENV, EngineCrashed
 
 log = logging.getLogger("kame_data.runner")
+
+EXECUTORS = ("local", "ray")
 
 
 class RunError(RuntimeError):
@@ -50,7 +47,6 @@ class Bar(Protocol):
 
 
 ProgressFactory = Callable[[str, int], Bar]
-EXECUTORS = ("local", "ray")
 
 
 class _NoBar:
@@ -69,29 +65,11 @@ class RunResult:
 
     @property
     def rows(self) -> int:
-        return sum(s["rows"] for s in self.manifest["shards"])
+        return sum(s["rows"] for s in self.manifest.get("shards", []))
 
 
-def build_stages(recipe: Recipe, cache=None) -> list[Stage]:
-    return [
-        ScriptStage(build_config(ScriptConfig, recipe.script), recipe.seed, cache=cache),
-        SpeakStage(build_config(SpeakConfig, recipe.speak), recipe.seed),
-        OracleStage(build_config(OracleConfig, recipe.oracle), cache=cache),
-    ]
-
-
-def stage_keys(stages: list[Stage]) -> list[str]:
-    """Each stage's identity for checkpoints: its name, config and seed."""
-    keys = []
-    for s in stages:
-        cfg = getattr(s, "cfg", None)
-        keys.append(config_key(s.name, {"config": asdict(cfg) if is_dataclass(cfg) else cfg,
-                                        "seed": getattr(s, "seed", None)}))
-    return keys
-
-
-def _chunks(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
+def _batches(items: list[Keyed], size: int) -> Iterator[list[Keyed]]:
+    for i in range(0, len(items), max(1, size)):
         yield items[i: i + size]
 
 
@@ -102,17 +80,31 @@ def _clean_partial_files(out_dir: Path) -> None:
             p.unlink(missing_ok=True)
 
 
+def _executor(name: str, config: RunConfig, address: str | None, cache_path: Path | None):
+    if name == "local":
+        from kame_data.runner.local import LocalExecutor
+
+        return LocalExecutor()
+    from kame_data.runner.ray_executor import RayExecutor
+
+    return RayExecutor(config, address, cache_path)
+
+
 def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
                progress: ProgressFactory | None = None, use_cache: bool = True,
-               stages: list[Stage] | None = None, executor: str = "local", ray_address: str | None = None,
-               resume: bool = True) -> RunResult:
-    """Run a recipe end to end into `out_dir` (data/ shards, README.md card, manifest.json,
-    rejects.jsonl, run.log, progress.json).
+               stages: list[Step] | None = None, executor: str = "local", ray_address: str | None = None,
+               resume: bool = True, until: str | None = None) -> RunResult:
+    """Run a recipe into `out_dir` (data/ shards, README.md card, manifest.json, rejects.jsonl,
+    run.log, progress.json); with `until`, stop after that stage and write what it produced in a
+    readable form instead (see runner/until.py).
 
     Every stage's result per item is checkpointed under OUT/.checkpoints, so a rerun after a crash
     or kill redoes nothing that finished (`resume=False` ignores them)."""
     if executor not in EXECUTORS:
         raise RunError(f"unknown executor {executor!r} (available: {', '.join(EXECUTORS)})")
+    if until is not None and until not in STAGES:
+        raise RunError(f"--until {until!r}: choose one of {', '.join(STAGES)}")
+    config = RunConfig.resolve(recipe)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _clean_partial_files(out_dir)
@@ -120,23 +112,26 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("kame_data")
     root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > logging.INFO:
+        root.setLevel(logging.INFO)
     # A native crash leaves its Python stack in run.log, here and in every worker process.
     faulthandler.enable(file=handler.stream, all_threads=True)
     os.environ[FAULT_LOG_ENV] = str((out_dir / "run.log").resolve())
-    if root.level == logging.NOTSET or root.level > logging.INFO:
-        root.setLevel(logging.INFO)
     cache = None
-    cache_path = None
     try:
+        cache_path = None
         if use_cache:
-            from kame_data.llm.cache import RequestCache, default_cache_path
+            from kame_data.llm.cache import default_cache_path
 
             cache_path = default_cache_path()
         if stages is None:
+            from kame_data.llm.cache import RequestCache
+
             cache = RequestCache(cache_path) if cache_path else None
-            stages = build_stages(recipe, cache)
+            stages = config.build_steps(cache)
         store = CheckpointStore(out_dir / ".checkpoints") if resume else None
-        return _run(recipe, out_dir, limit, progress, stages, store, executor, ray_address, cache_path)
+        run = _Run(config, out_dir, progress or (lambda name, total: _NoBar()), store)
+        return run.execute(limit, stages, _executor(executor, config, ray_address, cache_path), until)
     finally:
         if cache is not None:
             cache.close()
@@ -146,129 +141,112 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
         handler.close()
 
 
-class _Progress:
-    """progress.json: how far a run got, per stage (read by `kame-data status`)."""
+class _Run:
+    """One execution of a recipe: its progress, rejects and timings, then its outputs."""
 
-    def __init__(self, out_dir: Path, recipe: Recipe, items: int, stage_names: list[str], executor: str):
-        self.path = out_dir / "progress.json"
-        self.state = {"recipe": recipe.name, "config_hash": recipe.config_hash, "executor": executor,
-                      "items": items, "state": "running", "started": time.time(),
-                      "stages": {n: {"inputs": 0, "outputs": 0, "computed": 0} for n in stage_names},
-                      "samples": 0, "rejects": 0}
+    def __init__(self, config: RunConfig, out_dir: Path, bars: ProgressFactory, store: CheckpointStore | None):
+        self.config, self.out_dir, self.make_bar, self.store = config, out_dir, bars, store
+        self.rejects: list[Reject] = []
+        self.timings: dict[str, float] = {}
 
-    def save(self, **changes) -> None:
-        self.state.update(changes, updated=time.time())
-        write_json(self.path, self.state)
+    def _fail(self, message: str, progress: Progress | None = None) -> RunError:
+        write_jsonl(self.out_dir / "rejects.jsonl", [r.to_dict() for r in self.rejects])
+        if progress is not None:
+            progress.save(state="failed", error=message)
+        return RunError(message)
 
+    def execute(self, limit: int | None, stages: list[Step], executor, until: str | None) -> RunResult:
+        started = time.perf_counter()
+        sources = SourcesStep(self.config.recipe, limit)
+        items, self.rejects = sources.items()
+        self.timings["sources"] = time.perf_counter() - started
+        log.info("run %s (%s executor): %d items -> %s", self.config.name, executor.name, len(items), self.out_dir)
+        if not items:
+            raise self._fail(f"no source items to process ({len(self.rejects)} rejected; "
+                             f"see {self.out_dir / 'rejects.jsonl'})")
+        if until is not None:
+            stages = stages[: STAGES.index(until)]  # STAGES[0] is "sources"
+        writer = None if until else WriteStep(self.config.publish, self.out_dir, self.config.seed)
+        try:
+            if writer is not None:
+                writer.setup()
+        except PublishConfigError as e:
+            raise RunError(f"recipe {self.config.name}: {e}") from e
+        names = [s.name for s in stages]
+        progress = Progress(self.out_dir, self.config, len(items), names, executor.name)
+        progress.save()
+        bars = {n: self.make_bar(n, len(items)) for n in names}
+        stats = RunStats()
 
-def _local(stages: list[Stage], keys: list[str], items: list[Keyed], store: CheckpointStore | None,
-           batch_size: int, bars: dict[str, Bar], timings: dict[str, float], progress: _Progress,
-           stop: dict[str, str]) -> Iterator[Keyed]:
-    """Batches flow through all stages in turn; each batch's last-stage outputs are yielded."""
-    for stage in stages:
-        timings[stage.name] = 0.0
-    for batch in _chunks(items, batch_size):
-        for stage, key in zip(stages, keys):
-            t = time.perf_counter()
-            live = sum(1 for k in batch if not isinstance(k.record, Reject))
-            try:
-                batch, computed = apply_stage(stage, key, batch, store)
-            except BudgetExceeded as e:
-                # Stop cleanly: what is finished gets published; paid answers stay in the cache.
-                log.warning("%s; stopping and publishing what is done", e)
-                stop["reason"] = f"budget: {e}"
-                return
-            timings[stage.name] += time.perf_counter() - t
-            st = progress.state["stages"][stage.name]
-            st["inputs"] += live
-            st["computed"] += computed
-            st["outputs"] += sum(1 for k in batch if not isinstance(k.record, Reject))
-            bars[stage.name].update(live)
-        yield from batch
+        def on_batch(name: str, counts: StepCounts) -> None:
+            progress.add(name, counts)
+            bars[name].update(counts.inputs)
 
+        keyed = [Keyed(item_key(it), it) for it in items]
+        outputs: list[Any] = []  # until-mode records, or write-step summaries
+        stop = ""
+        try:
+            for batch in executor.run(stages, _batches(keyed, self.config.batch_size), self.store, stats, on_batch):
+                t = time.perf_counter()
+                records = [k.record for k in batch if not isinstance(k.record, Reject)]
+                self.rejects.extend(k.record for k in batch if isinstance(k.record, Reject))
+                outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
+                self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
+                progress.save(samples=len(outputs), rejects=len(self.rejects))
+        except BudgetExceeded as e:
+            # Stop cleanly: what is finished gets published; paid answers stay in the cache.
+            log.warning("%s; stopping and publishing what is done", e)
+            stop = f"budget: {e}"
+        except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
+            log.error("aborted: %s", e)
+            raise self._fail(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)",
+                             progress) from e
+        finally:
+            for b in bars.values():
+                b.close()
+            for s in stages:
+                s.teardown()
+        for name in names:
+            self.timings[name] = stats.counts.get(name, StepCounts()).seconds
+        write_jsonl(self.out_dir / "rejects.jsonl", [r.to_dict() for r in self.rejects])
+        if until is not None:
+            path = write_partial(self.out_dir, until, outputs)
+            progress.save(state="done", samples=len(outputs), rejects=len(self.rejects))
+            log.info("stopped after %s: %d records in %s", until, len(outputs), path)
+            return RunResult(out_dir=self.out_dir, manifest={"until": until, "records": len(outputs),
+                                                              "path": str(path)}, rejects=self.rejects)
+        if not outputs:
+            raise self._fail(f"every item was rejected; see {self.out_dir / 'rejects.jsonl'}", progress)
+        t = time.perf_counter()
+        shards = writer.finish()
+        self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
+        self.timings["total"] = time.perf_counter() - started
+        manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop)
+        write_outputs(self.out_dir, manifest)
+        progress.save(state="stopped" if stop else "done", samples=len(outputs), rejects=len(self.rejects))
+        log.info("wrote %d rows in %d shards to %s", manifest["counts"]["samples"], len(shards), self.out_dir)
+        return RunResult(out_dir=self.out_dir, manifest=manifest, rejects=self.rejects)
 
-def _run(recipe: Recipe, out_dir: Path, limit: int | None, progress_factory: ProgressFactory | None,
-         stages: list[Stage], store: CheckpointStore | None, executor: str, ray_address: str | None,
-         cache_path: Path | None) -> RunResult:
-    started = time.perf_counter()
-    progress_factory = progress_factory or (lambda name, total: _NoBar())
-    t = time.perf_counter()
-    items, rejects = load_items(recipe, limit)
-    timings: dict[str, float] = {"sources": time.perf_counter() - t}
-    log.info("run %s (%s executor): %d items -> %s", recipe.name, executor, len(items), out_dir)
-    if not items:
-        write_jsonl(out_dir / "rejects.jsonl", [r.to_dict() for r in rejects])
-        raise RunError(f"no source items to process ({len(rejects)} rejected; see {out_dir / 'rejects.jsonl'})")
-    try:
-        writer = ShardWriter.from_publish(out_dir, recipe.publish, recipe.seed)
-    except PublishConfigError as e:
-        raise RunError(f"recipe {recipe.name}: {e}") from e
+    def _manifest(self, items: int, names: list[str], stats: RunStats, shards: list[dict[str, Any]],
+                  samples: list[dict[str, Any]], executor: str, stop: str) -> dict[str, Any]:
+        from collections import Counter
 
-    names = [s.name for s in stages]
-    keys = stage_keys(stages)
-    progress = _Progress(out_dir, recipe, len(items), names, executor)
-    progress.save()
-    keyed_items = [Keyed(item_key(it), it) for it in items]
-    stop: dict[str, str] = {}
-    bars: dict[str, Bar] = {}
-    samples_meta: list[dict[str, Any]] = []
-    try:
-        if executor == "local":
-            bars = {n: progress_factory(n, len(items)) for n in names}
-            outputs = _local(stages, keys, keyed_items, store, recipe.batch_size, bars, timings, progress, stop)
-        else:
-            from kame_data.runner.ray_executor import run_on_ray
-
-            bars = {"ray": progress_factory("ray", len(items))}
-            outputs = run_on_ray(recipe, names, keyed_items, store, cache_path, ray_address)
-        t_pub = 0.0
-        for k in outputs:
-            if isinstance(k.record, Reject):
-                rejects.append(k.record)
-                continue
-            t = time.perf_counter()
-            row = sample_row(k.record)
-            writer.add(row)
-            replies = true_replies(row["words"], row["oracle"])
-            samples_meta.append({"source": row["source"], "duration": row["duration"],
-                                 "levels": [e["level"] for e in row["oracle"]],
-                                 "f1": [token_f1(e["prediction"], r) for e, r in zip(row["oracle"], replies)],
-                                 "quality": dialogue_quality(k.record.rendered)})
-            t_pub += time.perf_counter() - t
-            if executor != "local":
-                bars["ray"].update(1)
-            if len(samples_meta) % max(recipe.batch_size, 1) == 0:
-                progress.save(samples=len(samples_meta), rejects=len(rejects))
-        timings["publish"] = t_pub
-    except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
-        log.error("aborted: %s", e)
-        write_jsonl(out_dir / "rejects.jsonl", [r.to_dict() for r in rejects])
-        progress.save(state="failed", error=str(e))
-        raise RunError(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)") from e
-    finally:
-        for b in bars.values():
-            b.close()
-
-    write_jsonl(out_dir / "rejects.jsonl", [r.to_dict() for r in rejects])
-    if not samples_meta:
-        progress.save(state="failed", error="every item was rejected")
-        raise RunError(f"every item was rejected; see {out_dir / 'rejects.jsonl'}")
-    t = time.perf_counter()
-    shards = writer.finish()
-    timings["publish"] = timings.get("publish", 0.0) + time.perf_counter() - t
-    timings["total"] = time.perf_counter() - started
-    counts: Counter[str] = Counter({"sources": len(items)})
-    for n in names:
-        counts[n] = progress.state["stages"][n]["outputs"] if executor == "local" else 0
-    oracle = next((s for s in stages if s.name == "oracle"), None)
-    backend = getattr(oracle, "backend", None) if executor == "local" else None
-    manifest = build_manifest(recipe, counts, rejects, timings, shards, samples_meta, backend)
-    manifest["quality"] = quality_summary(samples_meta)
-    manifest["executor"] = executor
-    manifest["computed"] = {n: progress.state["stages"][n]["computed"] for n in names} if executor == "local" else {}
-    if stop:
-        manifest["stopped"] = stop["reason"]
-    write_outputs(out_dir, manifest)
-    progress.save(state="stopped" if stop else "done", samples=len(samples_meta), rejects=len(rejects))
-    log.info("wrote %d rows in %d shards to %s", manifest["counts"]["samples"], len(shards), out_dir)
-    return RunResult(out_dir=out_dir, manifest=manifest, rejects=rejects)
+        counts: Counter[str] = Counter({"sources": items})
+        for n in names:
+            counts[n] = stats.counts.get(n, StepCounts()).outputs
+        manifest = build_manifest(self.config.recipe, counts, self.rejects, self.timings, shards, samples)
+        manifest["recipe"] = self.config.to_dict()  # the resolved recipe: every default filled in
+        manifest["config_hash"] = self.config.config_hash
+        manifest["quality"] = quality_summary(samples)
+        manifest["executor"] = executor
+        manifest["computed"] = {n: stats.counts.get(n, StepCounts()).computed for n in names}
+        # Steps overlap: each one's span from first to last batch, beside its summed busy time.
+        manifest["wall"] = {n: round(stats.counts.get(n, StepCounts()).wall, 3) for n in names}
+        if stats.summaries.get("oracle"):
+            manifest["llm"] = stats.summaries["oracle"]
+        if stats.summaries.get("script", {}).get("calls"):
+            manifest["llm_script"] = stats.summaries["script"]
+        if stop:
+            manifest["stopped"] = stop
+        validate("manifest", manifest)
+        return manifest

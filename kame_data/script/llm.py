@@ -24,7 +24,7 @@ from kame_data.script.template import (
     to_dialogue,
     variant_count,
 )
-from kame_data.text.normalize import is_speakable, spoken_words, to_spoken
+from kame_data.text import is_speakable, spoken_words, to_spoken
 
 log = logging.getLogger(__name__)
 

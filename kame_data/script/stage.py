@@ -7,33 +7,39 @@ from collections import Counter
 
 from kame_data.llm.base import ChatBackend
 from kame_data.records import Dialogue, Reject, SourceItem
-from kame_data.script.template import ScriptConfig, script_batch
+from kame_data.script.template import ScriptConfig, script_batch, variant_count
+from kame_data.step import Step
 
 log = logging.getLogger(__name__)
 
 _SHARED_CACHE = object()
 
 
-class ScriptStage:
+class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     """Template dialogues, or LLM rewrites of them (`style: llm`).
 
-    In LLM mode the backend opens once (`open`) and goes through the shared request cache, so a
+    In LLM mode the backend opens once (`setup`) and goes through the shared request cache, so a
     rerun never pays twice; `stats` counts rewrites used, fallbacks to the template (by reason)
     and rejects."""
 
     name = "script"
 
-    def __init__(self, cfg: ScriptConfig, seed: int = 0, backend: ChatBackend | None = None, cache=_SHARED_CACHE):
+    def __init__(self, config: ScriptConfig, seed: int = 0, backend: ChatBackend | None = None,
+                 cache=_SHARED_CACHE):
         """`backend` overrides the configured one (tests); `cache` is a RequestCache, None for no
         cache, or by default the shared cache (`~/.cache/kame-data/llm-cache.sqlite`)."""
-        if cfg.style not in ("template", "llm"):
-            raise ValueError(f"unknown script style {cfg.style!r} (available: template, llm)")
-        self.cfg, self.seed = cfg, seed
+        if config.style not in ("template", "llm"):
+            raise ValueError(f"unknown script style {config.style!r} (available: template, llm)")
+        super().__init__(config, seed)
         self.backend = backend
         self.cache = cache
         self.stats: Counter[str] = Counter()
 
-    def open(self) -> None:
+    @property
+    def cfg(self) -> ScriptConfig:
+        return self.config
+
+    def setup(self) -> None:
         if self.cfg.style != "llm" or self.backend is not None:
             return
         from kame_data.llm.cache import CachedBackend, RequestCache, default_cache_path
@@ -43,14 +49,30 @@ class ScriptStage:
             self.cache = RequestCache(default_cache_path())
         self.backend = CachedBackend(open_backend(self.cfg.llm.backend), self.cache)
 
+    def run(self, batch: list[SourceItem]) -> list[list[Dialogue | Reject]]:
+        """Each item's dialogues (one per variant). LLM rewrites of the whole batch are requested
+        together, so a remote backend overlaps them."""
+        flat = self.process(batch)
+        groups, at = [], 0
+        for item in batch:
+            n = variant_count(item, self.cfg)
+            groups.append(flat[at: at + n])
+            at += n
+        return groups
+
     def process(self, batch: list[SourceItem]) -> list[Dialogue | Reject]:
+        """Every item's dialogues, flattened in item order."""
         if self.cfg.style == "template":
             return script_batch(batch, self.cfg, self.seed)
         from kame_data.script.llm import rewrite_batch
 
-        self.open()
+        self.setup()
         out = rewrite_batch(batch, self.cfg, self.seed, self.backend, self.stats)
         log.info("script (llm): %d rewrites used, %d template fallbacks so far (%s)", self.stats["llm"],
                  self.stats["fallback"], ", ".join(f"{k[9:]}: {v}" for k, v in sorted(self.stats.items())
                                                    if k.startswith("fallback_")) or "none")
         return out
+
+    def summary(self) -> dict:
+        summary = self.backend.summary() if self.backend is not None and hasattr(self.backend, "summary") else {}
+        return {**summary, **({"rewrites": dict(self.stats)} if self.stats else {})}

@@ -24,7 +24,7 @@ from kame_data.records import (
     SourceItem,
     Turn,
 )
-from kame_data.text.normalize import is_speakable, spoken_words, to_spoken
+from kame_data.text import is_speakable, spoken_words, to_spoken
 
 
 @dataclass(frozen=True)

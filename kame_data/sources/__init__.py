@@ -10,15 +10,13 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import replace
-from itertools import zip_longest
 from typing import Callable, Iterable
 
 from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
 from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
-from kame_data.sources.filters import FilterConfig, check, dedup_key
+from kame_data.sources.filters import FilterConfig, check
 from kame_data.sources.rows import read_rows
-from kame_data.sources.sampling import assign_variants, select
 
 log = logging.getLogger(__name__)
 
@@ -78,37 +76,7 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None,
 
 def load_items(recipe: Recipe, limit: int | None = None) -> tuple[list[SourceItem], list[Reject]]:
     """All items of a recipe, interleaved across sources (so a small `limit` still covers each
-    source style), at most `limit` in all."""
-    filters = filter_config(recipe)
-    per_source: list[list[SourceItem]] = []
-    rejects: list[Reject] = []
-    seen_ids: set[str] = set()
-    seen_text: dict[str, str] = {}
-    for spec in recipe.sources:
-        if limit is not None and spec.quota is None and spec.per_category is None:
-            spec = replace(spec, limit=min(limit, spec.limit or limit))  # no sampling: read no more than needed
-        kept: list[SourceItem] = []
-        for result in load_source(spec, recipe, filters):
-            if isinstance(result, Reject):
-                rejects.append(result)
-                continue
-            key = dedup_key(result)
-            if result.id in seen_ids:
-                rejects.append(Reject("sources", result.id, "duplicate_id", "an earlier item has the same id"))
-            elif key in seen_text and "duplicate" not in filters.skip:
-                rejects.append(Reject("sources", result.id, "duplicate", f"same text as {seen_text[key]}"))
-            else:
-                seen_ids.add(result.id)
-                seen_text.setdefault(key, result.id)
-                kept.append(result)
-        salt = spec.name or spec.kind
-        chosen = select(kept, recipe.seed, salt, spec.quota, spec.per_category)
-        if len(chosen) < len(kept):
-            log.info("%s: sampled %d of %d items", salt, len(chosen), len(kept))
-        chosen = assign_variants(chosen, recipe.seed, salt, spec.variants, spec.dialogues, spec.quota)
-        per_source.append(chosen)
-    items = [it for group in zip_longest(*per_source) for it in group if it is not None]
-    if limit is not None:
-        items = items[:limit]
-    log.info("loaded %d items (%d rejected) from %d sources", len(items), len(rejects), len(recipe.sources))
-    return items, rejects
+    source style), at most `limit` in all; and every reject."""
+    from kame_data.sources.step import SourcesStep
+
+    return SourcesStep(recipe, limit).items()

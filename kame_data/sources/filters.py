@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from kame_data.records import SourceItem
-from kame_data.text.normalize import spoken_words, to_spoken
+from kame_data.text import spoken_words, to_spoken
 
 
 class Flag(NamedTuple):

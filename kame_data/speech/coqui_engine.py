@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kame_data.speech.engines import Synthesis, VoiceConfig
-from kame_data.text.normalize import spoken_tokens
+from kame_data.text import spoken_tokens
 
 _CHECKPOINTS = ("model.pth", "best_model.pth", "model_file.pth", "checkpoint.pth")
 

@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from kame_data.speech.engines import Span, Synthesis, VoiceConfig
-from kame_data.text.normalize import spoken_tokens
+from kame_data.text import spoken_tokens
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _POS_CHARACTER = 1

@@ -12,7 +12,7 @@ import zlib
 import numpy as np
 
 from kame_data.speech.engines import Synthesis, VoiceConfig
-from kame_data.text.normalize import spoken_tokens
+from kame_data.text import spoken_tokens
 
 
 class HibariEngine:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from kame_data.speech.engines import Span, Synthesis, VoiceConfig
-from kame_data.text.normalize import spoken_tokens
+from kame_data.text import spoken_tokens
 
 _NOT_SOUNDS = set(" ^$_ˈˌː.,;:!?¡¿—…\"'«»“”()-")
 _STRESS = set("ˈˌ")

@@ -18,11 +18,12 @@ import random
 import unicodedata
 import weakref
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from kame_data.audio import resample
 from kame_data.records import (
     ASSISTANT,
     USER,
@@ -32,10 +33,12 @@ from kame_data.records import (
     TurnTiming,
     Word,
 )
+from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
 from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
 from kame_data.speech.timing import complete_spans, cover_voice
-from kame_data.text.normalize import spoken_tokens
+from kame_data.step import Resources, Step
+from kame_data.text import spoken_tokens
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 log = logging.getLogger(__name__)
@@ -46,104 +49,8 @@ MAX_WORD_CHARS = 60  # longer "words" are noise (hashes, base64, runs of letters
 _WHITESPACE_CONTROLS = {"\n", "\r", "\t"}
 
 
-@dataclass(frozen=True)
-class GapConfig:
-    """The silence between one turn's last word and the next turn's first word (negative: overlap).
-
-    `uniform` draws from [low, high]; `normal` from N(mean, sd) clipped to [min, max], which gives
-    mostly short gaps and a few small overlaps when `min` < 0. Two turns of the same speaker
-    never overlap (at least `same_speaker_min` apart).
-    """
-
-    distribution: str = "uniform"
-    low: float = 0.25
-    high: float = 0.8
-    mean: float = 0.4
-    sd: float = 0.25
-    min: float = -0.3
-    max: float = 1.5
-    same_speaker_min: float = 0.2
-
-    def draw(self, rng: random.Random, same_speaker: bool = False) -> float:
-        if self.distribution == "uniform":
-            gap = rng.uniform(self.low, self.high)
-        elif self.distribution == "normal":
-            gap = min(max(rng.gauss(self.mean, self.sd), self.min), self.max)
-        else:
-            raise ValueError(f"unknown gap distribution {self.distribution!r} (uniform, normal)")
-        return max(gap, self.same_speaker_min) if same_speaker else gap
-
-
-@dataclass(frozen=True)
-class QAConfig:
-    """Whisper checks every turn: word error rate against the spoken text, and the median gap
-    between our word starts and Whisper's (engine-timed turns only)."""
-
-    enabled: bool = False
-    max_wer: float = 0.4  # per turn: one word in three misheard is still a usable turn, two are not
-    max_start_error_ms: float = 200.0  # Whisper base itself often puts starts 50-100 ms early
-
-
-VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
-
-
-@dataclass(frozen=True)
-class SpeakConfig:
-    sample_rate: int = 24000
-    assistant: VoicePool = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
-    user: VoicePool = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
-    gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
-    lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]
-    tail: Any = 0.4  # after the last word
-    target_dbfs: float = -20.0
-    max_turn_seconds: float = 90.0
-    qa: QAConfig = field(default_factory=QAConfig)
-    workers: int | None = None  # worker processes; None: one per core
-
-    def __post_init__(self) -> None:
-        # Recipes arrive as plain mappings and lists: make every field its typed, hashable form.
-        for role in ("assistant", "user"):
-            object.__setattr__(self, role, _voice_pool(getattr(self, role), role))
-        if isinstance(self.gap, (list, tuple)):
-            if len(self.gap) != 2:
-                raise ValueError(f"speak.gap: give [low, high] or a mapping, got {self.gap!r}")
-            object.__setattr__(self, "gap", GapConfig(distribution="uniform", low=float(self.gap[0]),
-                                                      high=float(self.gap[1])))
-        elif isinstance(self.gap, dict):
-            object.__setattr__(self, "gap", GapConfig(**self.gap))
-        if isinstance(self.qa, dict):
-            object.__setattr__(self, "qa", QAConfig(**self.qa))
-        for name in ("lead_in", "tail"):
-            v = getattr(self, name)
-            if isinstance(v, list):
-                object.__setattr__(self, name, tuple(v))
-
-    def pool(self, role: str) -> tuple[VoiceConfig, ...]:
-        return self.assistant if role == ASSISTANT else self.user  # type: ignore[return-value]
-
-    @property
-    def voices(self) -> list[VoiceConfig]:
-        """Every distinct voice of both pools, in order."""
-        return list(dict.fromkeys(self.pool(ASSISTANT) + self.pool(USER)))
-
-
-def _voice_pool(value: Any, role: str) -> tuple[VoiceConfig, ...]:
-    items = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not items:
-        raise ValueError(f"speak.{role}: the voice pool is empty")
-    return tuple(v if isinstance(v, VoiceConfig) else VoiceConfig(**v) for v in items)
-
-
 def _draw(value: Any, rng: random.Random) -> float:
     return rng.uniform(*value) if isinstance(value, tuple) else float(value)
-
-
-def _resample(audio: np.ndarray, sr: int, target: int) -> np.ndarray:
-    if sr == target or not len(audio):
-        return audio.astype(np.float32)
-    import soxr
-
-    return soxr.resample(audio.astype(np.float32), sr, target, quality="HQ").astype(np.float32)
 
 
 def unspeakable(spoken: str, max_seconds: float) -> tuple[str, str] | None:
@@ -173,23 +80,29 @@ class _Turn:
     start_error_ms: float | None = None
 
 
-class SpeakStage:
+class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
     """Renders dialogues. Engines load once per process: here when `workers` is 1, else once in
     each worker process."""
 
     name = "speak"
 
-    def __init__(self, cfg: SpeakConfig, seed: int = 0):
-        self.cfg = cfg
-        self.seed = seed
-        self.workers = max(1, cfg.workers or os.cpu_count() or 1)
+    def __init__(self, config: SpeakConfig, seed: int = 0):
+        super().__init__(config, seed)
+        self.cfg = config
+        self.workers = max(1, config.workers or os.cpu_count() or 1)
         self.engines: dict[VoiceConfig, TTSEngine] = {}
         self.aligner = None
         self._executor = None
 
     # --- loading ---------------------------------------------------------------------------
 
-    def open(self) -> None:
+    @property
+    def resources(self) -> Resources:
+        # With a pool, several batches may be queued on it at once, so no worker waits for the
+        # slowest dialogue of a batch; in-process engines take one batch at a time.
+        return Resources(cpus=float(self.workers), concurrent_batches=self.workers if self.workers > 1 else 1)
+
+    def setup(self) -> None:
         if self.workers == 1:
             self.open_local()
         else:
@@ -197,6 +110,12 @@ class SpeakStage:
 
     def open_local(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
+        if not self.engines:
+            # numpy's BLAS with several threads sums in another order, which moves Whisper's word
+            # timings by a frame: one thread makes a render the same whatever OMP_NUM_THREADS says.
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(1, user_api="blas")
         for voice in self.cfg.voices:
             if voice not in self.engines:
                 self.engines[voice] = open_engine(voice, threads)
@@ -221,11 +140,11 @@ class SpeakStage:
             raise EngineCrashed(self.engine_names, f"{describe_death(self._executor)} while loading voices") from None
         for error in errors:
             if error:
-                self.close()
+                self.teardown()
                 raise RuntimeError(f"speak worker could not load its voices: {error}")
         log.info("speak: %d worker processes ready", self.workers)
 
-    def close(self) -> None:
+    def teardown(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
@@ -244,8 +163,11 @@ class SpeakStage:
         except BrokenProcessPool:
             crashed = EngineCrashed(self.engine_names, describe_death(self._executor),
                                     [d.id for d, f in zip(batch, futures) if not f.done() or f.exception()])
-            self.close()
+            self.teardown()
             raise crashed from None
+
+    def run(self, batch: list[Dialogue]) -> list[list[RenderedDialogue | Reject]]:
+        return [[r] for r in self.process(batch)]
 
     @property
     def engine_names(self) -> str:
@@ -343,7 +265,7 @@ class SpeakStage:
         syn = engine.synthesize(spoken)
         tokens = spoken_tokens(spoken)
         words = [w for w, _ in tokens]
-        audio = loudness_normalise(_resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
+        audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
         spans = syn.spans
         heard = lined = None
         if self.aligner is not None and (self.cfg.qa.enabled or not engine.timed):

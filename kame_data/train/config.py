@@ -112,28 +112,10 @@ class TrainConfig:
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _build(cls, raw: Any, where: str):
-    if raw is None:
-        return cls()
-    if not isinstance(raw, dict):
-        raise TrainError(f"{where}: expected a mapping, got {type(raw).__name__}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields))
-    if unknown:
-        raise TrainError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(fields)})")
-    kwargs = {}
-    for k, v in raw.items():
-        sub = _SECTIONS.get(k) if cls is TrainConfig else None
-        kwargs[k] = _build(sub, v, f"{where}.{k}") if sub else v
-    return cls(**kwargs)
-
-
-_SECTIONS = {"tokenize": TokenizeConfig, "model": ModelConfig, "data": DataConfig, "oracle": OracleConfig,
-             "optim": OptimConfig, "train": LoopConfig}
-
-
 def config_from_dict(raw: dict[str, Any], where: str = "train recipe") -> TrainConfig:
-    cfg = _build(TrainConfig, raw, where)
+    from kame_data.recipe import build_config
+
+    cfg = build_config(TrainConfig, raw, where, TrainError, sequence=list)
     _check(cfg, where)
     return cfg
 
@@ -165,15 +147,9 @@ def _check(cfg: TrainConfig, where: str) -> None:
 
 def find_train_recipe(ref: str | Path) -> Path:
     """A path, or the name of a bundled recipe (`train_tiny`)."""
-    p = Path(ref)
-    if p.is_file():
-        return p
-    from kame_data.resources import bundled_recipe
+    from kame_data.recipe import find_recipe
 
-    bundled = bundled_recipe(str(ref))
-    if bundled is not None:
-        return bundled
-    raise TrainError(f"train recipe not found: {ref} (give a YAML path or a bundled name such as 'train_tiny')")
+    return find_recipe(ref, TrainError, "train_tiny")
 
 
 def load_train_config(ref: str | Path) -> TrainConfig:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import shutil
 import time
 from contextlib import nullcontext
@@ -18,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from kame_data.atomic import atomic_path, write_text
 from kame_data.train import TrainError
 from kame_data.train.config import TrainConfig, load_train_config
 from kame_data.train.data import Loader, Window, eval_batches, windows_from_rows
@@ -30,7 +30,7 @@ from kame_data.train.model import (
     load_lm_state,
 )
 from kame_data.train.streams import OracleAugment
-from kame_data.train.tokenize import TokenDatasetInfo, read_token_rows, tokenize_dataset
+from kame_data.train.tokenize import TokenDatasetInfo, open_dataset, read_token_rows, tokenize_dataset
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +180,8 @@ class Trainer:
             "elapsed_s": self.elapsed(),
         }
         path = self.ckpt_dir / f"step-{self.step:07d}.pt"
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            torch.save(state, tmp)
         for old in self.checkpoints()[:-max(1, self.cfg.train.keep_checkpoints)]:
             old.unlink()
         log.info("checkpoint %s", path)
@@ -228,9 +227,7 @@ class Trainer:
         if not p.is_file():
             return
         keep = [ln for ln in p.read_text("utf-8").splitlines() if ln.strip() and json.loads(ln)["step"] <= self.step]
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text("".join(ln + "\n" for ln in keep), "utf-8")
-        os.replace(tmp, p)
+        write_text(p, "".join(ln + "\n" for ln in keep))
 
     # ------------------------------------------------------------------------------ run
 
@@ -299,9 +296,8 @@ class Trainer:
         """The trained LM with its oracle embedding as safetensors (kame_finetune's key names)."""
         from safetensors.torch import save_file
 
-        tmp = path.with_name(path.name + ".tmp")
-        save_file({k: v.detach().contiguous().cpu() for k, v in self.model.lm_state_dict().items()}, str(tmp))
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            save_file({k: v.detach().contiguous().cpu() for k, v in self.model.lm_state_dict().items()}, str(tmp))
         return path
 
 
@@ -333,8 +329,7 @@ def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = No
     if max_steps is not None:
         cfg.train.steps = max_steps
     dataset = Path(dataset)
-    if not (dataset / "data").is_dir():
-        raise TrainError(f"{dataset}: not a kame-data dataset (no data/ folder); make one with `kame-data run`")
+    open_dataset(dataset)  # a clear error before anything is written
     out = Path(out) if out is not None else Path("out") / "train" / cfg.name
     if restart:
         shutil.rmtree(out / CKPT_DIR, ignore_errors=True)

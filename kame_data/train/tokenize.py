@@ -17,16 +17,18 @@ import copy
 import io
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kame_data.atomic import atomic_path, write_bytes
+from kame_data.audio import decode, resample
+from kame_data.dataset.folder import DatasetDir, DatasetError
 from kame_data.train import TrainError
 from kame_data.train.config import TrainConfig
 from kame_data.train.streams import (
@@ -181,32 +183,20 @@ class Codec:
 # ---------------------------------------------------------------------------------------- dataset
 
 
-def split_files(dataset: Path, split: str) -> list[Path]:
-    return sorted((dataset / "data").glob(f"{split}-*.parquet"))
-
-
-def iter_rows(files: list[Path]) -> Iterator[dict]:
-    for f in files:
-        for batch in pq.ParquetFile(f).iter_batches(batch_size=8):
-            yield from batch.to_pylist()
+def open_dataset(path: Path) -> DatasetDir:
+    """The dataset to train on: a `kame-data run` output, or a bare folder of shards under data/."""
+    try:
+        return DatasetDir.open(path, check_shards=True, need_manifest=False)
+    except DatasetError as e:
+        raise TrainError(str(e)) from e
 
 
 def read_audio(row: dict) -> tuple[np.ndarray, int]:
-    import soundfile as sf
-
-    audio = row["audio"]
-    data, sr = sf.read(io.BytesIO(audio["bytes"]), dtype="int16", always_2d=True)
+    """The row's stereo audio as float32 frames × 2, and its sample rate."""
+    data, sr = decode(row["audio"]["bytes"])
     if data.shape[1] != 2:
         raise TrainError(f"row {row['id']}: expected stereo audio (A left, B right), got {data.shape[1]} channel(s)")
     return data, sr
-
-
-def _resample(x: np.ndarray, sr: int, target: int) -> np.ndarray:
-    if sr == target:
-        return x
-    import soxr
-
-    return soxr.resample(x.astype(np.float32) / 32768.0, sr, target).astype(np.float32)
 
 
 @dataclass
@@ -227,7 +217,7 @@ def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str
     audio, sr = read_audio(row)
     codes = {}
     for sp in SPEAKERS:
-        mono = _resample(audio[:, channels[sp]], sr, codec.sample_rate)
+        mono = resample(audio[:, channels[sp]], sr, codec.sample_rate)
         codes[sp] = codec.encode(mono)
     T = min(c.shape[1] for c in codes.values())
     expected = num_frames(int(round(len(audio) * codec.sample_rate / sr)), codec.sample_rate)
@@ -247,11 +237,10 @@ def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str
     return out, drops
 
 
-def _dataset_texts(files: list[Path]) -> list[str]:
+def _dataset_texts(ds: DatasetDir, splits: list[str]) -> list[str]:
     texts: list[str] = []
-    for f in files:
-        t = pq.read_table(f, columns=["words", "oracle"]).to_pylist()
-        for r in t:
+    for split in splits:
+        for r in ds.rows(["words", "oracle"], split=split):
             texts.append(" ".join(w["word"] for w in r["words"]))
             for e in r["oracle"] or []:
                 texts.extend(x for x in (e.get("prediction"), e.get("hint")) if x)
@@ -264,13 +253,14 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
     says it was made from the same dataset with the same settings). Shards are written under a
     temporary name and renamed, `tokens.json` last."""
     dataset, out = Path(dataset), Path(out)
-    splits = [s for s in dict.fromkeys([cfg.data.train_split, cfg.data.eval_split]) if s]
-    files = {s: split_files(dataset, s) for s in splits}
-    if not files[cfg.data.train_split]:
-        found = sorted({p.name.split("-")[0] for p in (dataset / "data").glob("*.parquet")})
-        raise TrainError(f"{dataset}: no '{cfg.data.train_split}' shards under data/ (splits there: {found or 'none'})")
-    files = {s: fs for s, fs in files.items() if fs}  # a small run may have no eval split
-    source = {s: [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in fs] for s, fs in files.items()}
+    ds = open_dataset(dataset)
+    wanted = [s for s in dict.fromkeys([cfg.data.train_split, cfg.data.eval_split]) if s]
+    if cfg.data.train_split not in ds.splits:
+        raise TrainError(f"{dataset}: no '{cfg.data.train_split}' shards under data/ "
+                         f"(splits there: {sorted(ds.splits) or 'none'})")
+    splits = [s for s in wanted if s in ds.splits]  # a small run may have no eval split
+    source = {s: [[sh.path.name, sh.path.stat().st_size, int(sh.path.stat().st_mtime)] for sh in ds.shards(s)]
+              for s in splits}
     key = {"tokenize": cfg.tokenize_hash(), "source": source}
     meta_path = out / META_FILE
     if meta_path.is_file():
@@ -281,18 +271,17 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     tc = cfg.tokenize
-    all_files = [f for fs in files.values() for f in fs]
     if tc.text_tokenizer == "tiny":
-        tok = train_tiny_tokenizer(_dataset_texts(all_files), tc.tiny_vocab_size)
+        tok = train_tiny_tokenizer(_dataset_texts(ds, splits), tc.tiny_vocab_size)
     else:
         tok = load_tokenizer(tc.text_tokenizer)
     codec = Codec(tc.codec, seed=cfg.seed, bins=tc.tiny_codec_bins, device=tc.device)
-    _write_atomic(out / TOKENIZER_FILE, tok.model_bytes)
+    write_bytes(out / TOKENIZER_FILE, tok.model_bytes)
     meta_splits: dict[str, dict] = {}
     drops = {"outside_audio": 0, "no_tokens": 0}
     schema = token_schema()
-    for split, fs in files.items():
-        total = sum(pq.ParquetFile(f).metadata.num_rows for f in fs)
+    for split in splits:
+        total = ds.num_rows(split)
         n_shards = max(1, -(-total // ROWS_PER_SHARD))
         names = [f"{split}-{i:05d}-of-{n_shards:05d}.parquet" for i in range(n_shards)]
         stats = {"rows": 0, "frames": 0, "events": {sp: 0 for sp in SPEAKERS}}
@@ -302,13 +291,12 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
 
         def flush() -> None:
             name = names[len(written)]
-            tmp = out / (name + ".tmp")
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
-            os.replace(tmp, out / name)
+            with atomic_path(out / name) as tmp:
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
             written.append(name)
             rows.clear()
 
-        for row in iter_rows(fs):
+        for row in ds.rows(split=split):
             r, d = tokenize_row(row, codec, tok, tc.channels)
             rows.append(r)
             stats["rows"] += 1
@@ -341,7 +329,7 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
         "dropped_events": drops,
         "seconds": round(time.perf_counter() - t0, 2),
     }
-    _write_atomic(meta_path, json.dumps(meta, indent=2).encode())
+    write_bytes(meta_path, json.dumps(meta, indent=2).encode())
     log.info("tokenised %s into %s in %.1f s: %s", dataset, out, meta["seconds"],
              {s: v["rows"] for s, v in meta_splits.items()})
     return TokenDatasetInfo(out, meta)
@@ -352,12 +340,6 @@ def open_token_dataset(path: Path) -> TokenDatasetInfo:
     if not meta_path.is_file():
         raise TrainError(f"{path}: not a token dataset (no {META_FILE})")
     return TokenDatasetInfo(Path(path), json.loads(meta_path.read_text("utf-8")))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def read_token_rows(files: list[Path]) -> list[dict]:

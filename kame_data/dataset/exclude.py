@@ -1,0 +1,163 @@
+"""`kame-data publish --exclude FLAGS`: the dataset again, without the rows a reviewer flagged.
+
+Shards that hold a flagged row are rewritten, the others kept (in place) or copied byte for
+byte, all through the shard writer's staging, naming and stale-shard cleanup, so the result is
+laid out exactly as a run would lay it out. rejects.jsonl, the card and the manifest (shard
+rows, bytes and sha256, counts, statistics) follow, the manifest last, so that `kame-data
+validate` holds afterwards. Excluded rows become `flagged_in_review` rejects: nothing
+disappears without a record.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kame_data.atomic import write_json, write_text
+from kame_data.dataset.card import write_card
+from kame_data.dataset.folder import MANIFEST, REJECTS, DatasetDir, DatasetError, Shard
+from kame_data.dataset.shards import (
+    ROW_GROUP_ROWS,
+    STAGING,
+    ShardFile,
+    StagedShard,
+    describe_shards,
+    fresh_staging,
+    install_shards,
+)
+from kame_data.schema import validate
+
+log = logging.getLogger(__name__)
+
+REASON = "flagged_in_review"
+_COPIED = ("run.log",)  # other top-level files a copy (--to) keeps as they are
+
+
+@dataclass
+class Exclusion:
+    dest: Path
+    kept: int
+    excluded: list[str]
+    unknown: list[str]  # flagged ids that are not in the dataset
+    shards: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class _Plan:
+    shard: Shard
+    hits: list[str]  # flagged ids in this shard
+    kept: int
+
+
+def _plan(ds: DatasetDir, flagged: set[str]) -> list[_Plan]:
+    """Which flagged ids each shard holds (reads the id column only)."""
+    value_set = pa.array(sorted(flagged), type=pa.string())
+    out = []
+    for shard in ds.shards():
+        ids = ds.table(shard, ["id"])["id"]
+        hits = ids.filter(pc.is_in(ids, value_set=value_set)).to_pylist()
+        out.append(_Plan(shard, hits, len(ids) - len(hits)))
+    return out
+
+
+def _stage(ds: DatasetDir, plan: list[_Plan], dest: Path, in_place: bool) -> list[StagedShard]:
+    """Every shard that keeps a row, finished: rewritten without its hits, kept, or copied."""
+    staging = fresh_staging(dest)
+    group_rows = (ds.manifest.get("recipe") or {}).get("publish", {}).get("row_group_size", ROW_GROUP_ROWS)
+    staged = []
+    for p in plan:
+        if not p.kept:
+            continue
+        if not p.hits and in_place:
+            staged.append(StagedShard(p.shard.path, p.shard.split, p.kept, p.shard.sha256))
+            continue
+        path = staging / Path(p.shard.name).name
+        if p.hits:
+            hits = set(p.hits)
+            out = ShardFile(path, group_rows)
+            for row in ds.shard_rows(p.shard):
+                if row["id"] not in hits:
+                    out.add(row)
+            out.close()
+        else:
+            shutil.copyfile(p.shard.path, path)
+        staged.append(StagedShard(path, p.shard.split, p.kept, None if p.hits else p.shard.sha256))
+    return staged
+
+
+def _manifest_without(ds: DatasetDir, shards: list[dict[str, Any]], found: list[str]) -> dict[str, Any]:
+    manifest = copy.deepcopy(ds.manifest)
+    manifest["shards"] = shards
+    manifest["counts"]["samples"] = sum(s["rows"] for s in shards)
+    manifest["counts"][REASON] = manifest["counts"].get(REASON, 0) + len(found)
+    manifest["rejects"] = dict(sorted({**manifest["rejects"],
+                                       REASON: manifest["rejects"].get(REASON, 0) + len(found)}.items()))
+    manifest.update(ds.statistics(without=found).manifest_fields())
+    review = manifest.setdefault("review", {})
+    review["excluded"] = sorted(set(review.get("excluded", [])) | set(found))
+    validate("manifest", manifest)
+    return manifest
+
+
+def _write_beside_shards(ds: DatasetDir, dest: Path, manifest: dict[str, Any], rejects: list[dict[str, Any]],
+                         in_place: bool) -> None:
+    """rejects.jsonl as it was (line for line) plus the new rejects, the card, then the manifest."""
+    if not in_place:
+        for name in _COPIED:
+            if (ds.root / name).is_file():
+                shutil.copy2(ds.root / name, dest / name)
+    old = (ds.root / REJECTS).read_text("utf-8") if (ds.root / REJECTS).is_file() else ""
+    if old and not old.endswith("\n"):
+        old += "\n"
+    write_text(dest / REJECTS, old + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rejects))
+    write_card(dest, manifest)  # reads the new shards for its statistics
+    write_json(dest / MANIFEST, manifest)  # last: the dataset is consistent once it lands
+
+
+def exclude_rows(out: str | Path, notes: dict[str, str], dest: str | Path | None = None) -> Exclusion:
+    """Write `out` without the rows in `notes` (id -> reviewer's note) into `dest` (default: in place).
+
+    One shard is read at a time, a row group at a time; shards without a flagged row are kept
+    (in place) or copied byte for byte, and only renamed where the shard count of their split changed.
+    """
+    ds = DatasetDir.open(out, check_shards=True)
+    dest = Path(dest) if dest is not None else ds.root
+    in_place = dest.resolve() == ds.root.resolve()
+    if not in_place and dest.exists() and any(dest.iterdir()):
+        raise DatasetError(f"{dest} exists and is not empty: publish into a new folder, or omit --to to rewrite in place")
+    plan = _plan(ds, set(notes))
+    found = [rid for p in plan for rid in p.hits]
+    unknown = sorted(set(notes) - set(found))
+    if unknown:
+        log.info("%d flagged id(s) are not in %s (already excluded, or flags of another dataset): %s",
+                 len(unknown), ds.root, ", ".join(unknown[:5]) + (" …" if len(unknown) > 5 else ""))
+    kept = sum(p.kept for p in plan)
+    if not found and in_place:
+        log.info("no flagged row is in %s; nothing to rewrite", ds.root)
+        return Exclusion(dest=dest, kept=kept, excluded=[], unknown=unknown, shards=ds.manifest["shards"])
+    if kept == 0:
+        raise DatasetError(f"every row of {ds.root} is flagged; refusing to publish an empty dataset")
+
+    try:
+        staged = _stage(ds, plan, dest, in_place)
+        shards = describe_shards(staged)
+        manifest = _manifest_without(ds, shards, found)
+        rejects = [{"stage": "review", "id": rid, "reason": REASON, "detail": notes[rid] or "flagged by a reviewer"}
+                   for rid in found]
+        for r in rejects:
+            validate("reject", r)
+        # Everything is computed and staged: only renames and small writes from here on.
+        install_shards(dest, staged, shards)
+    finally:
+        shutil.rmtree(dest / STAGING, ignore_errors=True)
+    _write_beside_shards(ds, dest, manifest, rejects, in_place)
+    log.info("wrote %s without %d flagged row(s): %d rows kept", dest, len(found), kept)
+    return Exclusion(dest=dest, kept=kept, excluded=found, unknown=unknown, shards=shards)

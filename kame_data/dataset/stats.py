@@ -1,0 +1,117 @@
+"""A dataset's figures, counted in one place: the runner feeds each row as it writes it, a
+DatasetDir feeds the rows of its shards, and the manifest, card, validation, review page and
+`publish --exclude` all read the same counts, so none of them can disagree with another."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from kame_data.oracle.metrics import token_f1, true_replies
+
+# The columns `RowStats.add_row` reads (with `events`, the ones the oracle figures need too).
+ROW_COLUMNS = ("item_id", "source", "category", "duration")
+EVENT_COLUMNS = ("words", "oracle")
+
+
+def event_f1(row: dict[str, Any]) -> list[float]:
+    """Token-F1 of each oracle event's prediction to the true reply (needs `words` and `oracle`)."""
+    events = row.get("oracle") or []
+    return [token_f1(e["prediction"], r) for e, r in zip(events, true_replies(row["words"], events))]
+
+
+def sample_figures(row: dict[str, Any]) -> dict[str, Any]:
+    """What `RowStats.add` needs of one row, small enough to keep per sample."""
+    return {"source": row["source"], "duration": row["duration"],
+            "levels": [e["level"] for e in row.get("oracle") or []], "f1": event_f1(row)}
+
+
+@dataclass
+class Group:
+    """Dialogues, seconds and distinct items of one source or one split."""
+
+    dialogues: int = 0
+    seconds: float = 0.0
+    items: set[str] = field(default_factory=set)
+
+    def figures(self) -> dict[str, Any]:
+        return {"dialogues": self.dialogues, "items": len(self.items), "hours": round(self.seconds / 3600, 4)}
+
+
+class RowStats:
+    """Counts over rows, one row at a time (nothing but the counts is kept).
+
+    `f1=False` skips the token-F1 of every event (the slowest figure); `keep_f1=True` keeps each
+    value per level (for quantiles), not only the sums.
+    """
+
+    def __init__(self, f1: bool = True, keep_f1: bool = False):
+        self.with_f1 = f1
+        self.samples = 0
+        self.seconds = 0.0
+        self.events = 0
+        self.per_source: dict[str, Group] = {}
+        self.per_split: dict[str, Group] = {}
+        self.per_category: Counter[tuple[str, str]] = Counter()
+        self.durations: dict[str, list[float]] = {}
+        self.levels: Counter[int] = Counter()
+        self.f1_sum: Counter[int] = Counter()
+        self.f1_count: Counter[int] = Counter()
+        self.f1_values: dict[int, list[float]] | None = {} if keep_f1 else None
+
+    @classmethod
+    def of_samples(cls, samples: Iterable[dict[str, Any]]) -> "RowStats":
+        """Counts over `sample_figures`-like dicts (what the runner keeps per sample)."""
+        stats = cls()
+        for s in samples:
+            stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()))
+        return stats
+
+    def add_row(self, row: dict[str, Any], split: str | None = None) -> None:
+        """One dataset row; reads the ROW_COLUMNS present, and the EVENT_COLUMNS when present."""
+        events = row.get("oracle") or []
+        f1 = event_f1(row) if self.with_f1 and events and "words" in row else ()
+        self.add(row["source"], row.get("duration", 0.0), [e["level"] for e in events], f1,
+                 item=row.get("item_id"), split=split, category=row.get("category"))
+
+    def add(self, source: str, duration: float, levels: Iterable[int] = (), f1: Iterable[float] = (),
+            item: str | None = None, split: str | None = None, category: str | None = None) -> None:
+        self.samples += 1
+        self.seconds += duration
+        self.durations.setdefault(source, []).append(duration)
+        for name, groups in ((source, self.per_source), (split, self.per_split)):
+            if name is not None:
+                g = groups.setdefault(name, Group())
+                g.dialogues += 1
+                g.seconds += duration
+                if item is not None:
+                    g.items.add(item)
+        if category is not None:
+            self.per_category[(source, category)] += 1
+        levels = list(levels)
+        self.events += len(levels)
+        self.levels.update(levels)
+        for level, value in zip(levels, f1):
+            self.f1_sum[level] += value
+            self.f1_count[level] += 1
+            if self.f1_values is not None:
+                self.f1_values.setdefault(level, []).append(value)
+
+    def manifest_fields(self) -> dict[str, Any]:
+        """The manifest's per-row statistics."""
+        return {
+            "per_source": {s: g.dialogues for s, g in sorted(self.per_source.items())},
+            "levels": {str(k): v for k, v in sorted(self.levels.items())},
+            # mean token-F1 of the prediction to the true reply: should climb with the level
+            "oracle_f1_by_level": {str(k): round(self.f1_sum[k] / self.f1_count[k], 4)
+                                   for k in sorted(self.levels) if self.f1_count[k]},
+            "audio_hours": round(self.seconds / 3600, 4),
+            "oracle_events": self.events,
+        }
+
+    def figures(self) -> dict[str, Any]:
+        """Per-source and per-split dialogues, items and hours, and each source's sorted durations."""
+        return {"per_source": {k: g.figures() for k, g in self.per_source.items()},
+                "per_split": {k: g.figures() for k, g in self.per_split.items()},
+                "durations": {k: sorted(v) for k, v in sorted(self.durations.items())}}

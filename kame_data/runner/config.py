@@ -1,0 +1,104 @@
+"""A recipe resolved once into typed configs, one per step, with every default filled in.
+
+The manifest stores this resolved form (`to_dict`), so a dataset says exactly how it was made
+even after defaults change; `plan` and the card read the same values the run used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from kame_data.oracle.stage import OracleConfig
+from kame_data.recipe import Recipe, RecipeError, build_config, config_hash
+from kame_data.script.template import ScriptConfig
+from kame_data.sources.filters import FilterConfig
+from kame_data.speech.config import SpeakConfig
+
+
+@dataclass(frozen=True)
+class PublishConfig:
+    """The recipe's `publish:` section: how rows become shards and splits."""
+
+    rows_per_shard: int | None = None  # None with no shard_size_mb either: the writer's default
+    shard_size_mb: float | None = None
+    row_group_size: int = 8
+    split: str | None = None  # one split (default "train") …
+    splits: dict[str, float] | None = None  # … or fractions by name, summing to 1 (checked by the writer)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    recipe: Recipe
+    filters: FilterConfig = field(default_factory=FilterConfig)
+    script: ScriptConfig = field(default_factory=ScriptConfig)
+    speak: SpeakConfig = field(default_factory=SpeakConfig)
+    oracle: OracleConfig = field(default_factory=OracleConfig)
+    publish: PublishConfig = field(default_factory=PublishConfig)
+
+    SECTIONS = {"filters": FilterConfig, "script": ScriptConfig, "speak": SpeakConfig, "oracle": OracleConfig,
+                "publish": PublishConfig}
+
+    @classmethod
+    def resolve(cls, recipe: Recipe) -> "RunConfig":
+        """Every section built into its dataclass; a bad value names the recipe and the section."""
+        built = {}
+        for name, section_cls in cls.SECTIONS.items():
+            try:
+                built[name] = build_config(section_cls, recipe.raw.get(name) or {})
+            except (TypeError, ValueError) as e:
+                raise RecipeError(f"recipe {recipe.path.name}: {name}: {e}") from e
+        return cls(recipe=recipe, **built)
+
+    @property
+    def name(self) -> str:
+        return self.recipe.name
+
+    @property
+    def seed(self) -> int:
+        return self.recipe.seed
+
+    @property
+    def batch_size(self) -> int:
+        return self.recipe.batch_size
+
+    def to_dict(self) -> dict[str, Any]:
+        """The resolved recipe: what was written plus every default, JSON-ready (unset options omitted)."""
+        r = self.recipe
+        out: dict[str, Any] = {"name": r.name, "description": r.description, "seed": r.seed,
+                               "batch_size": r.batch_size,
+                               "sources": [_plain(asdict(s)) for s in r.sources]}
+        for name in self.SECTIONS:
+            out[name] = _plain(asdict(getattr(self, name)))
+        return out
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.to_dict())
+
+    def build_steps(self, cache=None) -> list:
+        """The processing steps between the sources and the writer, in order."""
+        from kame_data.oracle.stage import OracleStage
+        from kame_data.script.stage import ScriptStage
+        from kame_data.speech.stage import SpeakStage
+
+        return [ScriptStage(self.script, self.seed, cache=cache), SpeakStage(self.speak, self.seed),
+                OracleStage(self.oracle, cache=cache)]
+
+
+def _plain(value: Any) -> Any:
+    """JSON form: tuples as lists, None (unset) dropped from mappings."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def dataclass_keys(cls: type) -> dict[str, Any]:
+    """Field names of a config dataclass, nested ones expanded (for the schema sync test)."""
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        proto = f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
+        out[f.name] = dataclass_keys(type(proto)) if is_dataclass(proto) else None
+    return out

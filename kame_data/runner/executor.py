@@ -1,0 +1,121 @@
+"""What every executor shares: applying one step to a batch of keyed records with checkpoints,
+and the per-step counts that go into progress.json and the manifest.
+
+The local and the Ray executor both call `apply_step`, so they produce the same rows from the same
+step functions; they differ only in where and how concurrently batches run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Protocol
+
+from kame_data.records import Reject
+from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, digest
+from kame_data.step import Step
+from kame_data.workers import EngineCrashed
+
+
+def step_key(step: Step) -> str:
+    """A step's identity for checkpoints: its name, config and seed."""
+    return config_key(step.name, step.identity())
+
+
+@dataclass
+class StepCounts:
+    inputs: int = 0  # records handed to the step (rejects pass through uncounted)
+    outputs: int = 0  # records it produced (not rejects)
+    computed: int = 0  # inputs it computed rather than read from a checkpoint
+    seconds: float = 0.0  # time spent in the step (batches running at once each count)
+    started: float = 0.0  # wall clock (epoch s) when its first batch began, and when its last ended
+    ended: float = 0.0
+
+    def add(self, other: "StepCounts") -> None:
+        self.inputs += other.inputs
+        self.outputs += other.outputs
+        self.computed += other.computed
+        self.seconds += other.seconds
+        self.started = min(self.started or other.started, other.started or self.started)
+        self.ended = max(self.ended, other.ended)
+
+    @property
+    def wall(self) -> float:
+        """Seconds from the step's first batch to its last: its share of the run's wall time."""
+        return max(0.0, self.ended - self.started)
+
+
+@dataclass
+class RunStats:
+    """Counts per step and each step's summary (LLM usage …), filled in as batches finish."""
+
+    counts: dict[str, StepCounts] = field(default_factory=dict)
+    summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, name: str, counts: StepCounts) -> None:
+        with self._lock:
+            self.counts.setdefault(name, StepCounts()).add(counts)
+
+
+_SETUP = threading.Lock()
+
+
+def _live(batch: Iterable[Keyed]) -> int:
+    return sum(1 for k in batch if not isinstance(k.record, Reject))
+
+
+def apply_step(step: Step, key: str, keyed: list[Keyed],
+               store: CheckpointStore | None) -> tuple[list[Keyed], StepCounts]:
+    """Run `step` on the non-reject records of `keyed` (rejects pass through).
+
+    Returns the outputs in input order, each keyed by (step identity, input key, position), and the
+    counts. Checkpointed inputs are read back; the step's `setup` runs only when something is left
+    to compute (a resumed run may need no model at all)."""
+    started, wall_start = time.perf_counter(), time.time()
+    use_store = store if step.resources.checkpoint else None
+    results: dict[str, list[Any]] = {}
+    misses: list[Keyed] = []
+    for k in keyed:
+        if isinstance(k.record, Reject):
+            continue
+        found = use_store.get(step.name, digest(key, k.key)) if use_store is not None else None
+        if found is None:
+            misses.append(k)
+        else:
+            results[k.key] = found
+    if misses:
+        with _SETUP:  # several batches of one step may arrive at once; models load once
+            step.setup()
+        try:
+            groups = step.run([k.record for k in misses])
+        except EngineCrashed as e:
+            raise (e if e.items else e.on_items([str(getattr(k.record, "id", "?")) for k in misses])) from None
+        if len(groups) != len(misses):
+            raise RuntimeError(f"step {step.name}: run returned {len(groups)} groups for {len(misses)} inputs")
+        for k, group in zip(misses, groups):
+            if use_store is not None:
+                use_store.put(step.name, digest(key, k.key), group)
+            results[k.key] = group
+    out: list[Keyed] = []
+    for k in keyed:
+        if isinstance(k.record, Reject):
+            out.append(k)
+            continue
+        for j, rec in enumerate(results[k.key]):
+            out.append(Keyed(digest(key, k.key, str(j)), rec))
+    return out, StepCounts(inputs=_live(keyed), outputs=_live(out), computed=len(misses),
+                           seconds=time.perf_counter() - started, started=wall_start, ended=time.time())
+
+
+BatchDone = Callable[[str, StepCounts], None]
+
+
+class Executor(Protocol):
+    """Runs steps over batches; yields the last step's batches in input order."""
+
+    name: str
+
+    def run(self, steps: list[Step], batches: Iterator[list[Keyed]], store: CheckpointStore | None,
+            stats: RunStats, on_batch: BatchDone) -> Iterator[list[Keyed]]: ...

@@ -1,0 +1,83 @@
+"""The sources step: every recipe source read, filtered, de-duplicated across sources and sampled."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, replace
+from itertools import zip_longest
+
+from kame_data.recipe import Recipe, SourceSpec
+from kame_data.records import Reject, SourceItem
+from kame_data.sources.filters import dedup_key
+from kame_data.sources.sampling import assign_variants, select
+from kame_data.step import Resources, Step
+
+log = logging.getLogger(__name__)
+
+
+class SourcesStep(Step[SourceSpec, SourceItem | Reject]):
+    """Input: the recipe's source specs, as one batch (duplicates are found across sources, so the
+    runner hands them all at once). Output per spec: its chosen items, then its rejects.
+    `limit` (the CLI's --limit) caps how much an unsampled source reads."""
+
+    name = "sources"
+
+    def __init__(self, recipe: Recipe, limit: int | None = None):
+        from kame_data.sources import filter_config
+
+        self.recipe = recipe
+        self.limit = limit
+        self.filters = filter_config(recipe)
+        super().__init__({"sources": [asdict(s) for s in recipe.sources], "filters": asdict(self.filters),
+                          "limit": limit}, recipe.seed)
+
+    @property
+    def resources(self) -> Resources:
+        return Resources(checkpoint=False)  # reading is cheap and the files may change
+
+    def run(self, batch: list[SourceSpec]) -> list[list[SourceItem | Reject]]:
+        from kame_data.sources import load_source
+
+        groups: list[list[SourceItem | Reject]] = []
+        seen_ids: set[str] = set()
+        seen_text: dict[str, str] = {}
+        for spec in batch:
+            if self.limit is not None and spec.quota is None and spec.per_category is None:
+                spec = replace(spec, limit=min(self.limit, spec.limit or self.limit))  # read no more than needed
+            kept: list[SourceItem] = []
+            rejects: list[Reject] = []
+            for result in load_source(spec, self.recipe, self.filters):
+                if isinstance(result, Reject):
+                    rejects.append(result)
+                    continue
+                key = dedup_key(result)
+                if result.id in seen_ids:
+                    rejects.append(Reject("sources", result.id, "duplicate_id", "an earlier item has the same id"))
+                elif key in seen_text and "duplicate" not in self.filters.skip:
+                    rejects.append(Reject("sources", result.id, "duplicate", f"same text as {seen_text[key]}"))
+                else:
+                    seen_ids.add(result.id)
+                    seen_text.setdefault(key, result.id)
+                    kept.append(result)
+            salt = spec.name or spec.kind
+            chosen = select(kept, self.seed, salt, spec.quota, spec.per_category)
+            if len(chosen) < len(kept):
+                log.info("%s: sampled %d of %d items", salt, len(chosen), len(kept))
+            groups.append(assign_variants(chosen, self.seed, salt, spec.variants, spec.dialogues, spec.quota)
+                          + rejects)
+        return groups
+
+    def interleave(self, groups: list[list[SourceItem | Reject]]) -> list[SourceItem]:
+        """Items of every source taken in turn (so a small --limit still covers each source
+        style), at most `limit` in all."""
+        per_source = [[r for r in g if isinstance(r, SourceItem)] for g in groups]
+        items = [it for group in zip_longest(*per_source) for it in group if it is not None]
+        return items[: self.limit] if self.limit is not None else items
+
+    def items(self) -> tuple[list[SourceItem], list[Reject]]:
+        """(items, rejects) of the whole recipe."""
+        groups = self.run(list(self.recipe.sources))
+        items = self.interleave(groups)
+        rejects = [r for g in groups for r in g if isinstance(r, Reject)]
+        log.info("loaded %d items (%d rejected) from %d sources", len(items), len(rejects), len(groups))
+        return items, rejects

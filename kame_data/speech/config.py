@@ -1,0 +1,98 @@
+"""The speak step's config: voice pools per role, turn gaps, silences, loudness and speech QA."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from kame_data.records import ASSISTANT, USER
+from kame_data.speech.engines import VoiceConfig
+
+
+@dataclass(frozen=True)
+class GapConfig:
+    """The silence between one turn's last word and the next turn's first word (negative: overlap).
+
+    `uniform` draws from [low, high]; `normal` from N(mean, sd) clipped to [min, max], which gives
+    mostly short gaps and a few small overlaps when `min` < 0. Two turns of the same speaker
+    never overlap (at least `same_speaker_min` apart).
+    """
+
+    distribution: str = "uniform"
+    low: float = 0.25
+    high: float = 0.8
+    mean: float = 0.4
+    sd: float = 0.25
+    min: float = -0.3
+    max: float = 1.5
+    same_speaker_min: float = 0.2
+
+    def draw(self, rng: random.Random, same_speaker: bool = False) -> float:
+        if self.distribution == "uniform":
+            gap = rng.uniform(self.low, self.high)
+        elif self.distribution == "normal":
+            gap = min(max(rng.gauss(self.mean, self.sd), self.min), self.max)
+        else:
+            raise ValueError(f"unknown gap distribution {self.distribution!r} (uniform, normal)")
+        return max(gap, self.same_speaker_min) if same_speaker else gap
+
+
+@dataclass(frozen=True)
+class QAConfig:
+    """Whisper checks every turn: word error rate against the spoken text, and the median gap
+    between our word starts and Whisper's (engine-timed turns only)."""
+
+    enabled: bool = False
+    max_wer: float = 0.4  # per turn: one word in three misheard is still a usable turn, two are not
+    max_start_error_ms: float = 200.0  # Whisper base itself often puts starts 50-100 ms early
+
+
+VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
+
+
+@dataclass(frozen=True)
+class SpeakConfig:
+    sample_rate: int = 24000
+    assistant: VoicePool = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
+    user: VoicePool = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
+    gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
+    lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]
+    tail: Any = 0.4  # after the last word
+    target_dbfs: float = -20.0
+    max_turn_seconds: float = 90.0
+    qa: QAConfig = field(default_factory=QAConfig)
+    workers: int | None = None  # worker processes; None: one per core
+
+    def __post_init__(self) -> None:
+        # Recipes arrive as plain mappings and lists: make every field its typed, hashable form.
+        for role in ("assistant", "user"):
+            object.__setattr__(self, role, _voice_pool(getattr(self, role), role))
+        if isinstance(self.gap, (list, tuple)):
+            if len(self.gap) != 2:
+                raise ValueError(f"speak.gap: give [low, high] or a mapping, got {self.gap!r}")
+            object.__setattr__(self, "gap", GapConfig(distribution="uniform", low=float(self.gap[0]),
+                                                      high=float(self.gap[1])))
+        elif isinstance(self.gap, dict):
+            object.__setattr__(self, "gap", GapConfig(**self.gap))
+        if isinstance(self.qa, dict):
+            object.__setattr__(self, "qa", QAConfig(**self.qa))
+        for name in ("lead_in", "tail"):
+            v = getattr(self, name)
+            if isinstance(v, list):
+                object.__setattr__(self, name, tuple(v))
+
+    def pool(self, role: str) -> tuple[VoiceConfig, ...]:
+        return self.assistant if role == ASSISTANT else self.user  # type: ignore[return-value]
+
+    @property
+    def voices(self) -> list[VoiceConfig]:
+        """Every distinct voice of both pools, in order."""
+        return list(dict.fromkeys(self.pool(ASSISTANT) + self.pool(USER)))
+
+
+def _voice_pool(value: Any, role: str) -> tuple[VoiceConfig, ...]:
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not items:
+        raise ValueError(f"speak.{role}: the voice pool is empty")
+    return tuple(v if isinstance(v, VoiceConfig) else VoiceConfig(**v) for v in items)

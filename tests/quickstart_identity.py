@@ -1,0 +1,49 @@
+"""Row identity of the quickstart: content hashes of every row, and of the part of a row that no
+CPU difference can move (scripts, voices, the words said), for tests/test_quickstart_identity.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+CPU_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8")
+
+
+def cpu_fingerprint() -> str:
+    """The instruction sets that change float kernels (onnxruntime, CTranslate2, llama.cpp)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    flags = set(next((ln for ln in text.splitlines() if ln.startswith("flags")), "").split())
+    vendor = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("vendor_id")), "")
+    return vendor + ":" + ",".join(f for f in CPU_FLAGS if f in flags)
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=lambda b: b.hex()).encode()).hexdigest()
+
+
+def rows(out: Path) -> list[dict]:
+    return [r for p in sorted((out / "data").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
+
+
+def row_hashes(out: Path) -> dict[str, dict[str, str]]:
+    """{"rows": id -> hash of the whole row, "text": id -> hash of its machine-independent part}."""
+    full, text = {}, {}
+    for r in rows(out):
+        full[r["id"]] = _digest(r)
+        text[r["id"]] = _digest({k: r[k] for k in ("id", "item_id", "source", "category", "variant")}
+                                | {"turns": [{k: t[k] for k in ("role", "speaker", "text", "spoken", "voice")}
+                                             for t in r["turns"]],
+                                   "words": [(w["speaker"], w["word"]) for w in r["words"]]})
+    return {"rows": full, "text": text}
+
+
+if __name__ == "__main__":  # python -m tests.quickstart_identity OUT > tests/data/quickstart_limit3_row_hashes.json
+    import sys
+
+    print(json.dumps({"cpu": cpu_fingerprint(), **row_hashes(Path(sys.argv[1]))}, indent=1, sort_keys=True))
