@@ -136,7 +136,7 @@ def test_budget_stop_publishes_what_is_done(tmp_path, server, executor):
     raw["oracle"]["budget_usd"] = 0.3  # a dialogue's ladder costs about $0.15 at these prices
     recipe.write_text(yaml.safe_dump(raw))
     out = tmp_path / executor
-    r = run_cli(recipe, out, "--executor", executor)
+    r = run_cli(recipe, out, "--executor", executor, "--no-cache")  # every answer paid for in this run
     assert r.returncode == 0, r.stderr[-3000:]
     m = json.loads((out / "manifest.json").read_text())
     assert m["stopped"].startswith("budget") and m["executor"] == executor

@@ -124,8 +124,9 @@ class RayExecutor:
             raise RuntimeError("--executor ray needs `pip install 'ray[data]'`") from e
 
         if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                     **({} if self.address else {"num_cpus": 2}))
+            # Without --ray-address, a cluster of our own ("local"), never one that happens to run here.
+            ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True, **({} if self.address else {"num_cpus": 2}))
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
         collector = ray.remote(_Collector).options(num_cpus=0).remote()
