@@ -109,7 +109,7 @@ def test_native_crash_of_the_simulator_is_named_and_work_is_kept(tmp_path):
     os.kill(llama, signal.SIGSEGV)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 1, stdout + stderr
-    assert "llama.cpp (embedded simulator) crashed (SIGSEGV) on" in stderr
+    assert "llama.cpp (embedded simulator) crashed (SIGSEGV" in stderr  # while loading, or on named items
     assert "kame-data doctor" in stderr and "Traceback" not in stderr
     assert "Fatal Python error: Segmentation fault" in (out / "run.log").read_text()
     assert list((out / ".checkpoints" / "speak").rglob("*.pkl")), "finished speech was not kept"
