@@ -23,6 +23,7 @@ class RequestCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: an answer is kept if the process dies; one write per answer stays cheap
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
             " prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL)")
@@ -46,7 +47,8 @@ class RequestCache:
 
 class CachedBackend:
     """Wraps a backend: answers come from the cache when present; identical requests in a batch
-    are sent once; every fresh answer is stored before it is returned."""
+    are sent once; every fresh answer is stored as soon as it arrives (from a backend that streams
+    them, before the rest of its batch), so a batch cut short by the budget or a kill loses none."""
 
     def __init__(self, inner: ChatBackend, cache: RequestCache | None):
         self.inner, self.cache = inner, cache
@@ -68,12 +70,20 @@ class CachedBackend:
             else:
                 todo[key] = req
         if todo:
-            fresh = self.inner.complete(list(todo.values()))
-            self.calls += len(todo)
-            for key, res in zip(todo, fresh):
+            todo_keys = list(todo)
+
+            def store(index: int, res: ChatResult) -> None:
+                self.calls += 1
                 if self.cache is not None and res.text and not res.error:
-                    self.cache.put(key, res)
-                found[key] = res
+                    self.cache.put(todo_keys[index], res)
+
+            if getattr(self.inner, "streams_answers", False):
+                fresh = self.inner.complete(list(todo.values()), on_answer=store)
+            else:
+                fresh = self.inner.complete(list(todo.values()))
+                for i, res in enumerate(fresh):
+                    store(i, res)
+            found.update(zip(todo_keys, fresh))
         return [found[k] for k in keys]
 
     def summary(self) -> dict:

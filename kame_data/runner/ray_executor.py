@@ -3,7 +3,8 @@
 
 Checkpoints and the LLM cache are the local executor's, so a shared filesystem lets the two
 executors resume each other's runs. Counts and step summaries (LLM usage) travel back through a
-small collector actor, so the manifest says the same as a local run's.
+small collector actor, so the manifest says the same as a local run's; the run's LLM meter lives in
+an actor of its own, so every step actor draws on one budget.
 """
 
 from __future__ import annotations
@@ -58,16 +59,37 @@ class _Collector:
         return out
 
 
+class _RemoteMeter:
+    """The run's Meter, held by a Ray actor, as the accounts of a step actor see it."""
+
+    def __init__(self, handle, budget_usd: float | None):
+        self.handle, self.budget_usd = handle, budget_usd
+
+    def reserve(self, nano: int) -> str:
+        import ray
+
+        return ray.get(self.handle.reserve.remote(nano))
+
+    def settle(self, reserved: int, spent: int) -> None:
+        self.handle.settle.remote(reserved, spent)  # in order after this actor's reserves; no wait
+
+    def reason(self) -> str:
+        import ray
+
+        return ray.get(self.handle.reason.remote())
+
+
 class _StepActor:
     """Builds the run's steps in the actor and applies step `index` to batches of pickled records."""
 
-    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector):
+    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector,
+                 meter):
         import uuid
 
         from kame_data.llm.cache import RequestCache
 
         cache = RequestCache(cache_path) if cache_path else None
-        self.step = config.build_steps(cache)[index]
+        self.step = config.build_steps(cache, _RemoteMeter(meter, config.oracle.budget_usd))[index]
         self.key = step_key(self.step)
         self.store = CheckpointStore(store_root) if store_root else None
         self.collector, self.id = collector, uuid.uuid4().hex
@@ -128,7 +150,10 @@ class RayExecutor:
                      **({} if self.address else {"num_cpus": 2}))
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
+        from kame_data.llm.accounting import Meter
+
         collector = ray.remote(_Collector).options(num_cpus=0).remote()
+        meter = ray.remote(Meter).options(num_cpus=0).remote(self.config.oracle.budget_usd)
         # One block per batch: blocks flow through the steps independently, so a batch that
         # finished is written even when a later one fails (budget) and memory stays per batch.
         ds = ray.data.from_arrow([pa.table({
@@ -141,7 +166,7 @@ class RayExecutor:
                 num_cpus=self._cpus(step), fn_constructor_kwargs=dict(config=self.config, index=index,
                                                           store_root=str(store.root) if store else None,
                                                           cache_path=str(self.cache_path) if self.cache_path else None,
-                                                          collector=collector))
+                                                          collector=collector, meter=meter))
 
         def report() -> None:
             for name, counts in ray.get(collector.drain.remote()):
