@@ -215,7 +215,6 @@ class _Run:
             log.warning("%s; stopping and publishing what is done", e)
             stop = f"budget: {e}"
         except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
-            log.error("aborted: %s", e)
             raise self._fail(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)",
                              progress) from e
         finally:

@@ -140,7 +140,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             jobs.append((item, v, t if isinstance(t, list) else None))
     results: list[list[tuple[str, str]] | None] = [None] * len(jobs)
     reasons = [""] * len(jobs)
-    errored = [False] * len(jobs)  # the service failed on some attempt: not a verdict on the item
+    errors = [""] * len(jobs)  # the service's last failure, if any attempt failed: not a verdict on the item
     pending = list(range(len(jobs)))
     for attempt in range(cfg.llm.retries + 1):
         if not pending:
@@ -153,7 +153,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             expected = len(template) if template else 2 * (1 + len(item.followups))
             turns = parse_reply(res.text)
             reasons[i] = "llm_error" if getattr(res, "error", "") else check_rewrite(item, turns, expected, cfg)
-            errored[i] = errored[i] or reasons[i] == "llm_error"
+            errors[i] = getattr(res, "error", "") or errors[i]
             if reasons[i]:
                 still.append(i)
             else:
@@ -164,12 +164,12 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
         if results[i] is not None:
             stats["llm"] += 1
             out.append(to_dialogue(item, v, results[i]))
-        elif errored[i]:
+        elif errors[i]:
             # The service failed: the template would stand in for good, though a rerun may well
             # get a usable rewrite. A transient reject is retried instead.
             stats["failed"] += 1
             out.append(Reject("script", f"{item.id}-v{v}", "llm_failed",
-                              f"the rewrite request failed after retries (last: {reasons[i]})", transient=True))
+                              f"the rewrite request failed after retries ({errors[i]})", transient=True))
         elif template is not None:
             stats["fallback"] += 1
             stats[f"fallback_{reasons[i]}"] += 1
