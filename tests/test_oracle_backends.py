@@ -140,7 +140,7 @@ def test_budget_stops_spending():
         backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=1, meter=account)
         with pytest.raises(BudgetExceeded, match="budget"):
             backend.complete([ChatRequest((("user", "x" * 40 + str(i)),)) for i in range(20)])
-        assert srv.calls == 9 and srv.billed(1e6, 0) == meter.cost_usd() == 90  # a 10th might cost $69, $60 are left
+        assert srv.calls == 9 and srv.billed(1e6, 0) == meter.spent_usd() == 90  # a 10th might cost $69, $60 are left
 
 
 def _cached_keys(cache, answers, model="m"):
@@ -172,7 +172,7 @@ def test_budget_is_exact_under_concurrency_and_no_answer_is_lost(tmp_path):
         answered = len(srv.answers)
         worst = prices.cost(prompt_token_bound(reqs[-1].messages), 24)
         assert 6.0 - worst < billed <= 6.0, (billed, worst)  # at the budget, not a batch before or after it
-        assert abs(meter.cost_usd() - billed) < 1e-6
+        assert abs(meter.spent_usd() - billed) < 1e-6
         assert 20 < answered < 200 and all(_cached_keys(cache, srv.answers))
         assert first.calls == answered  # refused requests were never sent
         second = CachedBackend(OpenAIBackend("m", base_url=srv.base_url, concurrency=32,

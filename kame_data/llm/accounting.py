@@ -82,7 +82,7 @@ class Meter:
     def reason(self) -> str:
         return self.stopped
 
-    def cost_usd(self) -> float:
+    def spent_usd(self) -> float:
         return self.spent / NANO
 
     def account(self, prices: Prices | None = None) -> "Account":
