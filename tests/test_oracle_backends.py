@@ -208,3 +208,27 @@ def test_cached_backend_dedupes_within_a_batch(tmp_path):
         reqs = [ChatRequest((("user", "same"),))] * 5 + [ChatRequest((("user", "other"),))]
         res = b.complete(reqs)
         assert srv.calls == 2 and len({r.text for r in res[:5]}) == 1
+
+
+def test_batches_running_at_once_send_a_shared_request_once(tmp_path):
+    """Two batches that share requests, sent at the same time from two threads (as the oracle step's
+    concurrent batches do): each distinct request reaches the server once; the later batch waits for
+    the answer instead of paying for it again."""
+    import threading
+
+    shared = [ChatRequest((("user", f"shared {i}"),)) for i in range(10)]
+    a = shared + [ChatRequest((("user", f"only a {i}"),)) for i in range(5)]
+    b = [ChatRequest((("user", f"only b {i}"),)) for i in range(5)] + shared[::-1]
+    with LoopbackServer(latency=0.2) as srv:
+        backend = CachedBackend(OpenAIBackend("m", base_url=srv.base_url, concurrency=32),
+                                RequestCache(tmp_path / "x.sqlite"))
+        out = {}
+        threads = [threading.Thread(target=lambda n, r: out.__setitem__(n, backend.complete(r)), args=(n, r))
+                   for n, r in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert srv.calls == len(srv.bodies) == 20
+    assert [r.text for r in out["a"][:10]] == [r.text for r in out["b"][5:][::-1]]
+    assert backend.calls == 20 and backend.calls + backend.cache_hits == 30
