@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from kame_data.llm.accounting import BudgetExceeded
 from kame_data.runner.checkpoint import CheckpointStore, Keyed
 from kame_data.runner.config import RunConfig
 from kame_data.runner.executor import (
@@ -106,7 +107,11 @@ class _StepActor:
 
             ray.get([self.collector.fail.remote(e),  # what the failed batch spent counts too
                      self.collector.record.remote(self.step.name, asdict(StepCounts()), self.id, self.step.summary())])
-            raise
+            if not isinstance(e, BudgetExceeded):
+                raise
+            # Ray Data would abort the dataset and drop finished blocks the driver has not read
+            # yet: the batch yields nothing instead, and the driver stops when it reads the error.
+            out, counts = [], StepCounts()
         self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary())
         return pa.table({"key": pa.array([k.key for k in out], pa.string()),
                          "blob": pa.array([pickle.dumps(k.record, protocol=pickle.HIGHEST_PROTOCOL) for k in out],
@@ -127,6 +132,15 @@ def _merge(summaries: list[dict]) -> dict:
 
 class RayExecutor:
     name = "ray"
+
+    @staticmethod
+    def _raise_budget(collector) -> None:
+        """After the batches in order before it, a budget stop ends the run as it does locally."""
+        import ray
+
+        error = ray.get(collector.first_error.remote())
+        if isinstance(error, BudgetExceeded):
+            raise error
 
     def __init__(self, config: RunConfig, address: str | None = None, cache_path: Path | None = None):
         self.config, self.address, self.cache_path = config, address, cache_path
@@ -179,9 +193,11 @@ class RayExecutor:
                 yield [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
                                                                  batch.column("blob").to_pylist())]
                 report()
+                self._raise_budget(collector)
+            self._raise_budget(collector)
         except Exception as e:  # noqa: BLE001 - re-raised as the step's own error when there is one
             own = ray.get(collector.first_error.remote())
-            if own is None:
+            if own is None or own is e:
                 raise
             raise own from e
         finally:
