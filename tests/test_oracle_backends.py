@@ -72,6 +72,7 @@ def test_fault_injection_every_dialogue_complete_or_rejected():
         samples = [o for o in results if isinstance(o, Sample)]
         rejects = [o for o in results if isinstance(o, Reject)]
         assert all(r.reason in {"llm_failed", "empty_prediction"} and r.detail for r in rejects)
+        assert all(r.transient == (r.reason == "llm_failed") for r in rejects)  # the service's failures are retried
         if samples:
             expected = [s.timestamp_ms for s in ladder(d.words, 0.5, CHANNEL["A"], CHANNEL)]
             dropped = {int(r.id.split("@")[1]) for r in rejects if r.reason == "empty_prediction"}

@@ -75,7 +75,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         """(prediction, error) per step. Level 5 is the true reply unless `level5: call`.
 
         An unusable answer is asked again with a new seed; a prediction stays '' when every
-        attempt was unusable, with error set when the service itself kept failing."""
+        attempt was unusable, with error set when the service failed on any attempt (so the
+        dialogue is a transient reject, not a ladder with a hole a rerun might fill)."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
         preds = [s.true_reply if (s.level == 5 and direct) else "" for s in steps]
@@ -89,7 +90,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             still = []
             for i, res in zip(pending, results):
                 text = clean_prediction(res.text)
-                errors[i] = res.error
+                errors[i] = res.error or errors[i]  # a service failure on any attempt: not final
                 if usable(text):
                     preds[i], errors[i] = text, ""
                 else:
