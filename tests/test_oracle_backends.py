@@ -233,3 +233,42 @@ def test_batches_running_at_once_send_a_shared_request_once(tmp_path):
         assert srv.calls == len(srv.bodies) == 20
     assert [r.text for r in out["a"][:10]] == [r.text for r in out["b"][5:][::-1]]
     assert backend.calls == 20 and backend.calls + backend.cache_hits == 30
+
+
+def test_one_meter_for_every_llm_call_of_a_run(tmp_path):
+    """The runner's steps draw on one meter: script rewrites spend the same budget as the oracle,
+    each at its own prices, and the manifest's `llm_usage` adds both stages up."""
+    import yaml
+
+    from kame_data.recipe import SourceSpec, load_recipe
+    from kame_data.runner.config import RunConfig
+    from kame_data.runner.manifest import llm_usage
+    from kame_data.sources import load_source
+    from tests.conftest import FIXTURES
+
+    with LoopbackServer() as srv:
+        backend = {"kind": "openai", "model": "m", "base_url": srv.base_url}
+        raw = {"name": "meter", "sources": [{"kind": "gsm8k", "path": "x.jsonl"}],
+               "script": {"style": "llm", "llm": {"backend": {**backend, "prompt_price_per_million": 100.0}}},
+               "oracle": {"budget_usd": 1.5, "backend": {**backend, "completion_price_per_million": 2000.0}}}
+        (tmp_path / "r.yaml").write_text(yaml.safe_dump(raw))
+        config = RunConfig.resolve(load_recipe(tmp_path / "r.yaml"))
+        script, _, oracle = config.build_steps(cache=None)
+        items = [r for r in load_source(SourceSpec(kind="gsm8k", path=str(FIXTURES / "gsm8k_test_200.jsonl"),
+                                                   limit=3))]
+        script.run(items)  # the loopback's replies are no rewrite: template fallbacks, but paid for
+        script_spend = script.meter.spent_usd()  # the run's meter, which the runner gave both steps
+        oracle.setup()
+        assert oracle.meter.meter is script.meter is script.backend.inner.meter.meter and 0 < script_spend < 1.5
+        with pytest.raises(BudgetExceeded):
+            oracle.run([synthetic_dialogue(i) for i in range(40)])
+        summaries = {"script": script.summary(), "oracle": oracle.summary()}
+        oracle.teardown()
+    worst = 48 * 2000.0 / 1e6  # an oracle request's worst case: its max_tokens at the completion price
+    # the oracle had what the script left: it stopped within it, and only when one more did not fit
+    assert 1.5 - script_spend - worst < oracle.meter.cost_usd <= 1.5 - script_spend
+    usage = llm_usage(1.5, summaries)
+    assert usage["stages"]["script"]["cost_usd"] == pytest.approx(script_spend, abs=1e-6)
+    assert usage["stages"]["script"]["completion_tokens"] > 0 and usage["stages"]["oracle"]["prompt_tokens"] > 0
+    assert usage["cost_usd"] <= 1.5 and usage["budget_usd"] == 1.5
+    assert usage["cost_usd"] == pytest.approx(oracle.meter.meter.spent_usd(), abs=1e-6)
