@@ -11,6 +11,7 @@ import typer
 from kame_data.cli import dataset_cmds, doctor_cmd, review_cmds
 from kame_data.cli.common import console_logging as _console_logging
 from kame_data.cli.common import fail as _fail
+from kame_data.scrub import scrub
 
 app = typer.Typer(
     name="kame-data",
@@ -87,6 +88,8 @@ def run(
                             executor=executor, ray_address=ray_address, resume=not no_resume, until=until)
     except (RunError, SourceError, RecipeError) as e:
         _fail(str(e), 1)
+    except Exception as e:  # noqa: BLE001 - a bug or an unforeseen failure: one line here, the traceback in run.log
+        _fail(f"{type(e).__name__}: {scrub(e)} (the traceback is in {out_dir / 'run.log'})", 1)
     m = result.manifest
     if until:
         typer.secho(f"stopped after {until}: {m['records']} records in {m['path']}", fg=typer.colors.GREEN)
@@ -104,7 +107,9 @@ def run(
 
 @app.command()
 def status(out: Path = typer.Argument(..., help="An output folder of `kame-data run` (finished or not).")) -> None:
-    """How far a run got, per stage: inputs seen, outputs, items computed (vs. read from checkpoints)."""
+    """How far a run got, per stage: inputs seen, outputs, items computed (vs. read from
+    checkpoints), of those retried (their earlier result was transient), and transient results;
+    then the rejects, final and transient (a rerun of the same command retries the transient ones)."""
     from kame_data.runner.status import read_status
 
     try:
@@ -114,8 +119,13 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
     typer.echo(f"{out}: {st['recipe']} [{st['state']}] ({st['executor']} executor), {st['items']} items")
     for name, s in st["stages"].items():
         typer.echo(f"  {name:>7}: {s['inputs']:>6} in  {s['outputs']:>6} out  {s['computed']:>6} computed  "
+                   f"{s.get('retried', 0):>4} retried  {s.get('transient', 0):>4} transient  "
                    f"{s.get('checkpoints', 0):>6} checkpoints")
-    typer.echo(f"  samples: {st['samples']}  rejects: {st['rejects']}")
+    transient = st.get("transient", 0)
+    typer.echo(f"  samples: {st['samples']}  rejects: {st['rejects'] - transient} final, {transient} transient"
+               + (" (rerun the same command to retry them)" if transient else ""))
+    if st.get("stopped"):
+        typer.echo(f"  stopped: {st['stopped']}")
     if st.get("error"):
         typer.echo(f"  error: {st['error']}")
 
@@ -195,7 +205,19 @@ def train_cmd(
 
 
 def main() -> None:
-    app()
+    """The entry point: an error no command foresaw still ends in one line, not a traceback
+    (KAME_DATA_DEBUG=1 shows it)."""
+    import os
+    import sys
+
+    try:
+        app()
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("KAME_DATA_DEBUG"):
+            raise
+        typer.secho(f"error: {type(e).__name__}: {scrub(e)} (set KAME_DATA_DEBUG=1 for the traceback)",
+                    fg=typer.colors.RED, err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

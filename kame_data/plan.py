@@ -114,7 +114,7 @@ def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
     from kame_data.sources.rows import SourceError, read_rows
 
     try:
-        return sum(1 for _ in read_rows(path=recipe.resolve(spec.path)))
+        return sum(1 for r in read_rows(path=recipe.resolve(spec.path)) if isinstance(r, dict))
     except (SourceError, OSError, ValueError) as e:
         log.warning("plan: cannot count rows of %s: %s", spec.path, e)
         return None

@@ -38,6 +38,9 @@ class SourceSpec:
     # `kind: jsonl` only: the source's name in the output and its field mapping.
     name: str | None = None
     fields: dict[str, str] | None = None
+    # Malformed lines (not UTF-8, not JSON, not an object) are rejects, up to a count (an integer)
+    # or a fraction of the lines read (below 1): beyond it the file is not what the recipe says.
+    max_bad_rows: float = 0.05
 
 
 @dataclass(frozen=True)

@@ -181,12 +181,17 @@ class Sample:
 
 @dataclass(frozen=True)
 class Reject:
-    """Something a stage refused, with a machine-readable reason code and a human detail."""
+    """Something a stage refused, with a machine-readable reason code and a human detail.
+
+    `transient`: the refusal says nothing about the input (a timeout, a server or engine error, a
+    spent budget), so it is not checkpointed and a rerun tries again; otherwise it is final (the
+    input can never pass: a filter, unspeakable text, QA failing on every voice)."""
 
     stage: str
     id: str
     reason: str
     detail: str = ""
+    transient: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -3,7 +3,9 @@
 It answers `POST /v1/chat/completions` with a short deterministic reply built from the prompt,
 so recipes, benchmarks and tests can exercise the real HTTP path of the `openai` backend
 offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies) are drawn
-from a seeded generator.
+from a seeded generator; `override` scripts a reply for chosen requests (a 429 on first sight, a
+failure for chosen dialogues, an error body that echoes the key). It keeps what it saw: arrival
+times, and every answer it sent with the tokens it billed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from typing import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -46,21 +49,30 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, code: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away (killed, or gave up on a held request)
 
     def do_POST(self) -> None:
         owner = self.server.owner
         raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        owner._record(raw)
+        seen = owner._record(raw)
         if not self.path.endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
+        if owner.override is not None:
+            scripted = owner.override(json.loads(raw), seen, dict(self.headers))
+            if scripted is not None:
+                code, payload, headers = scripted
+                self._send(code, json.dumps(payload).encode(), headers)
+                return
         if owner.slots is not None:
             with owner.slots:  # a server of bounded capacity: at most `slots` requests in service
                 time.sleep(owner.latency)
@@ -97,6 +109,7 @@ class _Handler(BaseHTTPRequestHandler):
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                       "total_tokens": prompt_tokens + len(text.split())},
         }
+        owner._answered(raw, prompt_tokens, len(text.split()))
         self._send(200, json.dumps(out).encode())
 
 
@@ -109,14 +122,21 @@ class LoopbackServer:
         owner: "LoopbackServer"
 
     def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0,
-                 slots: int | None = None):
+                 slots: int | None = None,
+                 override: Callable[[dict, int, dict], tuple[int, dict, dict] | None] | None = None):
+        """`override(body, seen, headers)`: (status, JSON payload, headers) to send instead of the
+        usual reply, or None; `seen` counts earlier arrivals of the same body."""
         self.latency = latency
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.faults = faults or Faults()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
+        self.override = override
         self.calls = 0
         self.bodies: set[str] = set()
+        self.seen: dict[str, int] = {}
+        self.arrivals: list[tuple[float, str]] = []  # (time.monotonic(), sha256 of the body)
+        self.answers: list[tuple[float, dict, int, int]] = []  # (time, body, prompt tokens, completion tokens)
         self._httpd = self._Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -129,10 +149,24 @@ class LoopbackServer:
         with self._lock:
             return self._rng.random()
 
-    def _record(self, raw: bytes) -> None:
+    def _record(self, raw: bytes) -> int:
+        digest = hashlib.sha256(raw).hexdigest()
         with self._lock:
             self.calls += 1
-            self.bodies.add(hashlib.sha256(raw).hexdigest())
+            self.bodies.add(digest)
+            self.arrivals.append((time.monotonic(), digest))
+            seen = self.seen.get(digest, 0)
+            self.seen[digest] = seen + 1
+            return seen
+
+    def _answered(self, raw: bytes, prompt_tokens: int, completion_tokens: int) -> None:
+        with self._lock:
+            self.answers.append((time.monotonic(), json.loads(raw), prompt_tokens, completion_tokens))
+
+    def billed(self, prompt_price: float, completion_price: float) -> float:
+        """What the answers sent so far cost, in US dollars at per-million-token prices."""
+        with self._lock:
+            return sum(p * prompt_price + c * completion_price for _, _, p, c in self.answers) / 1e6
 
     def start(self) -> "LoopbackServer":
         self._thread.start()

@@ -3,7 +3,7 @@ the request cache, budgets and failure handling."""
 
 import pytest
 
-from kame_data.llm.accounting import BudgetExceeded, Meter, Prices
+from kame_data.llm.accounting import Account, BudgetExceeded, Meter, Prices, prompt_token_bound
 from kame_data.llm.base import ChatRequest
 from kame_data.llm.cache import CachedBackend, RequestCache
 from kame_data.llm.config import BackendConfig
@@ -72,6 +72,7 @@ def test_fault_injection_every_dialogue_complete_or_rejected():
         samples = [o for o in results if isinstance(o, Sample)]
         rejects = [o for o in results if isinstance(o, Reject)]
         assert all(r.reason in {"llm_failed", "empty_prediction"} and r.detail for r in rejects)
+        assert all(r.transient == (r.reason == "llm_failed") for r in rejects)  # the service's failures are retried
         if samples:
             expected = [s.timestamp_ms for s in ladder(d.words, 0.5, CHANNEL["A"], CHANNEL)]
             dropped = {int(r.id.split("@")[1]) for r in rejects if r.reason == "empty_prediction"}
@@ -87,6 +88,44 @@ def test_retry_after_is_honoured():
     assert backoff_delay(10, 0.01, 1.0) <= 1.0
 
 
+def test_backend_waits_for_retry_after_before_retrying():
+    """A 429 with `Retry-After: 2` on each request's first arrival: the backend sends each one again
+    no sooner than 2 s later (measured at the server), and not much later either."""
+    def first_sight_429(body, seen, headers):
+        return (429, {"error": {"message": "slow down"}}, {"Retry-After": "2"}) if seen == 0 else None
+
+    with LoopbackServer(override=first_sight_429) as srv:
+        backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=8, backoff_base=0.01)
+        res = backend.complete([ChatRequest((("user", f"question {i}"),)) for i in range(4)])
+        arrivals = list(srv.arrivals)
+    assert all(r.text and not r.error for r in res) and backend.failures == 4
+    by_body: dict[str, list[float]] = {}
+    for t, digest in arrivals:
+        by_body.setdefault(digest, []).append(t)
+    waits = sorted(ts[1] - ts[0] for ts in by_body.values())
+    assert len(waits) == 4 and all(len(ts) == 2 for ts in by_body.values())
+    assert waits[0] >= 2.0 and waits[-1] < 3.0, waits
+
+
+def test_tpm_bucket_limits_tokens_per_minute():
+    """tpm 12,000 (200 tokens a second, a one-second burst): eight requests of about 100 tokens
+    each take at least (800 - 200) / 200 = 3 s, measured at the server; without tpm, a fraction of that."""
+    reqs = [ChatRequest((("user", f"question number {i:02d}"),), max_tokens=96) for i in range(8)]
+    tokens = [sum(len(c) for _, c in r.messages) // 4 + r.max_tokens for r in reqs]  # the client's estimate
+    assert sum(tokens) == 800
+
+    def span(tpm):
+        with LoopbackServer() as srv:
+            OpenAIBackend("m", base_url=srv.base_url, concurrency=8, tpm=tpm).complete(reqs)
+            times = sorted(t for t, _ in srv.arrivals)
+        return times[-1] - times[0]
+
+    free, limited = span(None), span(12_000)
+    assert free < 0.5 and limited >= 3.0 * 0.97, (free, limited)
+    rate = (sum(tokens) - 200) / limited * 60  # tokens per minute past the burst, over the window
+    assert rate <= 12_000 * 1.02, rate
+
+
 def test_abort_after_consecutive_failures():
     with LoopbackServer(faults=Faults(error_500=1.0)) as srv:
         backend = OpenAIBackend("m", base_url=srv.base_url, max_retries=2, backoff_base=0.0,
@@ -97,11 +136,51 @@ def test_abort_after_consecutive_failures():
 
 def test_budget_stops_spending():
     with LoopbackServer() as srv:
-        meter = Meter(Prices(prompt_per_million=1e6, completion_per_million=0), budget_usd=50)
-        backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=1, meter=meter)
+        meter = Meter(budget_usd=150)  # $1 a token: a request bills $10, its worst case is $69
+        account = Account(meter, Prices(prompt_per_million=1e6, completion_per_million=0))
+        backend = OpenAIBackend("m", base_url=srv.base_url, concurrency=1, meter=account)
         with pytest.raises(BudgetExceeded, match="budget"):
             backend.complete([ChatRequest((("user", "x" * 40 + str(i)),)) for i in range(20)])
-        assert 0 < srv.calls < 20 and meter.cost_usd >= 50
+        assert srv.calls == 9 and srv.billed(1e6, 0) == meter.spent_usd() == 90  # a 10th might cost $69, $60 are left
+
+
+def _cached_keys(cache, answers, model="m"):
+    """Whether each answered request body is in the cache, under the key the client uses."""
+    out = []
+    for _, body, _, _ in answers:
+        req = ChatRequest(tuple((m["role"], m["content"]) for m in body["messages"]), max_tokens=body["max_tokens"],
+                          temperature=body["temperature"], seed=body["seed"])
+        out.append(cache.get(req.key("openai", model)) is not None)
+    return out
+
+
+def test_budget_is_exact_under_concurrency_and_no_answer_is_lost(tmp_path):
+    """32 requests in flight at once and a budget worth about half of 200: the spend the server
+    billed never passes the budget, and the run stops only when not even one more request's worst
+    case fits; every answer it sent is in the cache although the batch was stopped; a second client
+    with a larger budget finishes the batch without sending anything twice."""
+    prices = Prices(prompt_per_million=100.0, completion_per_million=10_000.0)  # ~$0.06 a request, $0.25 at worst
+    reqs = [ChatRequest((("system", "Answer briefly."), ("user", f"Item {i}: what is {i} plus {i}?")), max_tokens=24)
+            for i in range(200)]
+    cache = RequestCache(tmp_path / "c.sqlite")
+    with LoopbackServer(latency=0.05) as srv:
+        meter = Meter(budget_usd=6.0)
+        first = CachedBackend(OpenAIBackend("m", base_url=srv.base_url, concurrency=32,
+                                            meter=Account(meter, prices)), cache)
+        with pytest.raises(BudgetExceeded, match=r"LLM budget of \$6.0000 reached"):
+            first.complete(reqs)
+        billed = srv.billed(100.0, 10_000.0)
+        answered = len(srv.answers)
+        worst = prices.cost(prompt_token_bound(reqs[-1].messages), 24)
+        assert 6.0 - worst < billed <= 6.0, (billed, worst)  # at the budget, not a batch before or after it
+        assert abs(meter.spent_usd() - billed) < 1e-6
+        assert 20 < answered < 200 and all(_cached_keys(cache, srv.answers))
+        assert first.calls == answered  # refused requests were never sent
+        second = CachedBackend(OpenAIBackend("m", base_url=srv.base_url, concurrency=32,
+                                             meter=Account(Meter(budget_usd=100.0), prices)), cache)
+        res = second.complete(reqs)
+        assert all(r.text for r in res) and second.cache_hits == answered
+        assert srv.calls == len(srv.bodies) == 200  # no request was sent twice
 
 
 def test_rate_limit_spaces_requests():
@@ -130,3 +209,66 @@ def test_cached_backend_dedupes_within_a_batch(tmp_path):
         reqs = [ChatRequest((("user", "same"),))] * 5 + [ChatRequest((("user", "other"),))]
         res = b.complete(reqs)
         assert srv.calls == 2 and len({r.text for r in res[:5]}) == 1
+
+
+def test_batches_running_at_once_send_a_shared_request_once(tmp_path):
+    """Two batches that share requests, sent at the same time from two threads (as the oracle step's
+    concurrent batches do): each distinct request reaches the server once; the later batch waits for
+    the answer instead of paying for it again."""
+    import threading
+
+    shared = [ChatRequest((("user", f"shared {i}"),)) for i in range(10)]
+    a = shared + [ChatRequest((("user", f"only a {i}"),)) for i in range(5)]
+    b = [ChatRequest((("user", f"only b {i}"),)) for i in range(5)] + shared[::-1]
+    with LoopbackServer(latency=0.2) as srv:
+        backend = CachedBackend(OpenAIBackend("m", base_url=srv.base_url, concurrency=32),
+                                RequestCache(tmp_path / "x.sqlite"))
+        out = {}
+        threads = [threading.Thread(target=lambda n, r: out.__setitem__(n, backend.complete(r)), args=(n, r))
+                   for n, r in (("a", a), ("b", b))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert srv.calls == len(srv.bodies) == 20
+    assert [r.text for r in out["a"][:10]] == [r.text for r in out["b"][5:][::-1]]
+    assert backend.calls == 20 and backend.calls + backend.cache_hits == 30
+
+
+def test_one_meter_for_every_llm_call_of_a_run(tmp_path):
+    """The runner's steps draw on one meter: script rewrites spend the same budget as the oracle,
+    each at its own prices, and the manifest's `llm_usage` adds both stages up."""
+    import yaml
+
+    from kame_data.recipe import SourceSpec, load_recipe
+    from kame_data.runner.config import RunConfig
+    from kame_data.runner.manifest import llm_usage
+    from kame_data.sources import load_source
+    from tests.conftest import FIXTURES
+
+    with LoopbackServer() as srv:
+        backend = {"kind": "openai", "model": "m", "base_url": srv.base_url}
+        raw = {"name": "meter", "sources": [{"kind": "gsm8k", "path": "x.jsonl"}],
+               "script": {"style": "llm", "llm": {"backend": {**backend, "prompt_price_per_million": 100.0}}},
+               "oracle": {"budget_usd": 1.5, "backend": {**backend, "completion_price_per_million": 2000.0}}}
+        (tmp_path / "r.yaml").write_text(yaml.safe_dump(raw))
+        config = RunConfig.resolve(load_recipe(tmp_path / "r.yaml"))
+        script, _, oracle = config.build_steps(cache=None)
+        items = [r for r in load_source(SourceSpec(kind="gsm8k", path=str(FIXTURES / "gsm8k_test_200.jsonl"),
+                                                   limit=3))]
+        script.run(items)  # the loopback's replies are no rewrite: template fallbacks, but paid for
+        script_spend = script.meter.spent_usd()  # the run's meter, which the runner gave both steps
+        oracle.setup()
+        assert oracle.meter.meter is script.meter is script.backend.inner.meter.meter and 0 < script_spend < 1.5
+        with pytest.raises(BudgetExceeded):
+            oracle.run([synthetic_dialogue(i) for i in range(40)])
+        summaries = {"script": script.summary(), "oracle": oracle.summary()}
+        oracle.teardown()
+    worst = 48 * 2000.0 / 1e6  # an oracle request's worst case: its max_tokens at the completion price
+    # the oracle had what the script left: it stopped within it, and only when one more did not fit
+    assert 1.5 - script_spend - worst < oracle.meter.cost_usd <= 1.5 - script_spend
+    usage = llm_usage(1.5, summaries)
+    assert usage["stages"]["script"]["cost_usd"] == pytest.approx(script_spend, abs=1e-6)
+    assert usage["stages"]["script"]["completion_tokens"] > 0 and usage["stages"]["oracle"]["prompt_tokens"] > 0
+    assert usage["cost_usd"] <= 1.5 and usage["budget_usd"] == 1.5
+    assert usage["cost_usd"] == pytest.approx(oracle.meter.meter.spent_usd(), abs=1e-6)

@@ -242,6 +242,35 @@ def test_llm_retries_with_a_new_seed_then_counts():
     assert len(backend.requests) == 3 and len({r.seed for r in backend.requests}) == 3
 
 
+class FlakyBackend(FakeBackend):
+    """A service that fails (after its own retries) on the requests whose seed is in `failing`."""
+
+    def __init__(self, failing):
+        super().__init__("good")
+        self.failing = failing
+
+    def complete(self, requests):
+        good = super().complete(requests)
+        return [ChatResult(text="", error="http_503") if r.seed in self.failing else g for r, g in zip(requests, good)]
+
+
+def test_llm_service_failure_is_a_transient_reject_not_the_template():
+    """The template would stand in for good although the item is fine: when the service failed,
+    the dialogue is a transient reject (retried on rerun) unless a later attempt got a rewrite."""
+    item = _mc()
+    cfg = ScriptConfig(style="llm", llm=LlmScriptConfig(retries=1))
+    seeds = [build_request(item, 0, None, cfg, 0, attempt).seed for attempt in (0, 1)]
+    stats = Counter()
+    out = rewrite_batch([item], cfg, 0, FlakyBackend(set(seeds)), stats)
+    assert isinstance(out[0], Reject) and out[0].reason == "llm_failed" and out[0].transient
+    assert "http_503" in out[0].detail and stats["failed"] == 1 and stats["fallback"] == 0
+    stats = Counter()
+    out = rewrite_batch([item], cfg, 0, FlakyBackend({seeds[0]}), stats)  # the retry got through
+    assert isinstance(out[0], Dialogue) and out[0].turns[0].text.startswith("So, ") and stats["llm"] == 1
+    out = rewrite_batch([item], cfg, 0, FakeBackend("one_turn"), Counter())  # a bad answer is final: the template
+    assert isinstance(out[0], Dialogue)
+
+
 def test_llm_prompt_and_parsing():
     req = build_request(_mc(), 0, [(USER, "Q?"), (ASSISTANT, "It's C.")], ScriptConfig(style="llm"), seed=0)
     system, user = req.messages[0][1], req.messages[1][1]

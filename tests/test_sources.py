@@ -12,7 +12,7 @@ from kame_data.schema import validate
 from kame_data.script.template import ScriptConfig, script_batch
 from kame_data.sources import filters as F
 from kame_data.sources import load_items, load_source
-from kame_data.sources.rows import SourceError, read_rows
+from kame_data.sources.rows import BadRow, SourceError, read_rows
 from kame_data.sources.sampling import allocate, assign_variants, select
 
 FILES = {
@@ -381,8 +381,11 @@ def test_limit_interleaves_sources(tmp_path, fixtures_dir):
 def test_bad_jsonl_names_file_and_line(tmp_path):
     p = tmp_path / "bad.jsonl"
     p.write_text('{"question": "ok", "answer": "#### 1"}\n{not json}\n')
-    with pytest.raises(SourceError, match=r"bad.jsonl:2"):
-        list(read_rows(path=p))
+    good, bad = list(read_rows(path=p))
+    assert good == {"question": "ok", "answer": "#### 1"}
+    assert isinstance(bad, BadRow) and bad.where == "bad.jsonl:2" and bad.reason == "invalid_json"
+    with pytest.raises(SourceError, match=r"not_found.jsonl"):
+        list(read_rows(path=tmp_path / "not_found.jsonl"))
 
 
 def test_parquet_and_json_sources(tmp_path, fixtures_dir):

@@ -23,6 +23,7 @@ class RequestCache:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")  # WAL: an answer is kept if the process dies; one write per answer stays cheap
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, text TEXT NOT NULL,"
             " prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL)")
@@ -44,37 +45,96 @@ class RequestCache:
         self._db.close()
 
 
+class _InFlight:
+    """A request one batch is sending; other batches that need it wait for its answer."""
+
+    __slots__ = ("done", "result")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: ChatResult | None = None  # None: the sender's batch failed before an answer
+
+
 class CachedBackend:
-    """Wraps a backend: answers come from the cache when present; identical requests in a batch
-    are sent once; every fresh answer is stored before it is returned."""
+    """Wraps a backend: answers come from the cache when present; identical requests are sent once,
+    within a batch and across batches running at once (a later one waits for the answer); every
+    fresh answer is stored as soon as it arrives (from a backend that streams them, before the rest
+    of its batch), so a batch cut short by the budget or a kill loses none."""
 
     def __init__(self, inner: ChatBackend, cache: RequestCache | None):
         self.inner, self.cache = inner, cache
         self.name, self.model = inner.name, inner.model
         self.calls = 0  # requests actually sent to the backend
-        self.cache_hits = 0
+        self.cache_hits = 0  # requests answered without a call (the cache, or a batch already sending it)
+        self._lock = threading.Lock()
+        self._inflight: dict[str, _InFlight] = {}
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         keys = [r.key(self.name, self.model) for r in requests]
         found: dict[str, ChatResult] = {}
         todo: dict[str, ChatRequest] = {}
+        waits: dict[str, tuple[ChatRequest, _InFlight]] = {}
         for key, req in zip(keys, requests):
-            if key in found or key in todo:
+            if key in found or key in todo or key in waits:
                 continue
             hit = self.cache.get(key) if self.cache else None
             if hit is not None:
                 found[key] = hit
-                self.cache_hits += 1
+                self._count(hits=1)
+                continue
+            with self._lock:
+                other = self._inflight.get(key)
+                if other is None:
+                    self._inflight[key] = _InFlight()
+                    todo[key] = req
+                else:
+                    waits[key] = (req, other)
+        try:
+            if todo:
+                found.update(self._send(todo))
+        finally:
+            for key in todo:  # answered or not, whoever waits on these may go on
+                self._land(key, found.get(key))
+        again = []
+        for key, (req, other) in waits.items():
+            other.done.wait()
+            if other.result is None:
+                again.append(req)  # the sender's batch failed: ask ourselves
             else:
-                todo[key] = req
-        if todo:
-            fresh = self.inner.complete(list(todo.values()))
-            self.calls += len(todo)
-            for key, res in zip(todo, fresh):
-                if self.cache is not None and res.text and not res.error:
-                    self.cache.put(key, res)
-                found[key] = res
+                found[key] = other.result
+                self._count(hits=1)
+        if again:
+            found.update(zip((r.key(self.name, self.model) for r in again), self.complete(again)))
         return [found[k] for k in keys]
+
+    def _send(self, todo: dict[str, ChatRequest]) -> dict[str, ChatResult]:
+        todo_keys = list(todo)
+
+        def store(index: int, res: ChatResult) -> None:
+            self._count(calls=1)
+            if self.cache is not None and res.text and not res.error:
+                self.cache.put(todo_keys[index], res)
+            self._land(todo_keys[index], res)
+
+        if getattr(self.inner, "streams_answers", False):
+            fresh = self.inner.complete(list(todo.values()), on_answer=store)
+        else:
+            fresh = self.inner.complete(list(todo.values()))
+            for i, res in enumerate(fresh):
+                store(i, res)
+        return dict(zip(todo_keys, fresh))
+
+    def _land(self, key: str, result: ChatResult | None) -> None:
+        with self._lock:
+            flight = self._inflight.pop(key, None)
+        if flight is not None:
+            flight.result = result
+            flight.done.set()
+
+    def _count(self, calls: int = 0, hits: int = 0) -> None:
+        with self._lock:
+            self.calls += calls
+            self.cache_hits += hits
 
     def summary(self) -> dict:
         """For the manifest: what was asked, answered from cache, and paid for."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kame_data.llm.accounting import Meter
+from kame_data.llm.accounting import Account
 from kame_data.llm.base import ChatBackend
 
 
@@ -31,7 +31,8 @@ class BackendConfig:
     completion_price_per_million: float = 0.0
 
 
-def open_backend(cfg: BackendConfig, meter: Meter | None = None) -> ChatBackend:
+def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBackend:
+    """`meter`: the calling stage's account on the run's meter (remote backends only)."""
     if cfg.kind == "llamacpp":
         from kame_data.llm.llamacpp import LlamaCppBackend
 

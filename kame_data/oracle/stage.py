@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from kame_data.llm.accounting import Meter, Prices
+from kame_data.llm.accounting import Account, Meter, Prices
 from kame_data.llm.base import ChatBackend
 from kame_data.llm.config import BackendConfig, open_backend
 from kame_data.oracle.ladder import Step, ladder
@@ -26,7 +26,7 @@ class OracleConfig:
     retries: int = 2  # extra attempts (new seed) for an unusable prediction
     trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
     level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
-    budget_usd: float | None = None
+    budget_usd: float | None = None  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
     backend: BackendConfig = field(default_factory=BackendConfig)
 
 
@@ -36,14 +36,16 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
 
     name = "oracle"
 
-    def __init__(self, config: OracleConfig, backend: ChatBackend | None = None, cache=None):
-        """`backend` overrides the configured one (tests); `cache` is a RequestCache or None."""
+    def __init__(self, config: OracleConfig, backend: ChatBackend | None = None, cache=None, meter=None):
+        """`backend` overrides the configured one (tests); `cache` is a RequestCache or None;
+        `meter` is the run's Meter (the runner's; by default one of its own with `budget_usd`)."""
         super().__init__(config, seed=None)  # the simulator's seeds come from each request
         self.cfg = config
         self.backend = backend
         self.cache = cache
         b = config.backend
-        self.meter = Meter(Prices(b.prompt_price_per_million, b.completion_price_per_million), config.budget_usd)
+        self.meter = Account(meter if meter is not None else Meter(config.budget_usd),
+                             Prices(b.prompt_price_per_million, b.completion_price_per_million))
 
     @property
     def resources(self) -> Resources:
@@ -73,7 +75,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         """(prediction, error) per step. Level 5 is the true reply unless `level5: call`.
 
         An unusable answer is asked again with a new seed; a prediction stays '' when every
-        attempt was unusable, with error set when the service itself kept failing."""
+        attempt was unusable, with error set when the service failed on any attempt (so the
+        dialogue is a transient reject, not a ladder with a hole a rerun might fill)."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
         preds = [s.true_reply if (s.level == 5 and direct) else "" for s in steps]
@@ -87,7 +90,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             still = []
             for i, res in zip(pending, results):
                 text = clean_prediction(res.text)
-                errors[i] = res.error
+                errors[i] = res.error or errors[i]  # a service failure on any attempt: not final
                 if usable(text):
                     preds[i], errors[i] = text, ""
                 else:
@@ -118,7 +121,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             # The service failed (not the model): reject the dialogue whole, so a rerun redoes it
             # (its successful answers are cached) instead of publishing a ladder with holes.
             return [Reject(self.name, rendered.id, "llm_failed",
-                           f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})")]
+                           f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})",
+                           transient=True)]
         out: list[Sample | Reject] = []
         events = []
         for step, (pred, _) in zip(steps, mine):

@@ -64,6 +64,21 @@ class CheckpointStore:
             with tmp.open("wb") as fh:
                 pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
+    def _marker(self, stage: str, key: str) -> Path:
+        return self.root / stage / key[:2] / f"{key}.retry"
+
+    def mark_transient(self, stage: str, key: str) -> None:
+        """The input's result was not final (a transient reject): nothing is stored for it, only
+        that it was tried, so a rerun can say how many it retried."""
+        with atomic_path(self._marker(stage, key)):
+            pass
+
+    def was_transient(self, stage: str, key: str) -> bool:
+        return self._marker(stage, key).is_file()
+
+    def clear_transient(self, stage: str, key: str) -> None:
+        self._marker(stage, key).unlink(missing_ok=True)
+
     def count(self, stage: str) -> int:
         d = self.root / stage
         return sum(1 for _ in d.glob("*/*.pkl")) if d.is_dir() else 0

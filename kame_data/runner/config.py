@@ -76,14 +76,22 @@ class RunConfig:
     def config_hash(self) -> str:
         return config_hash(self.to_dict())
 
-    def build_steps(self, cache=None) -> list:
-        """The processing steps between the sources and the writer, in order."""
+    def meter(self):
+        """The run's one LLM meter: `oracle.budget_usd` bounds every LLM call of the run."""
+        from kame_data.llm.accounting import Meter
+
+        return Meter(self.oracle.budget_usd)
+
+    def build_steps(self, cache=None, meter=None) -> list:
+        """The processing steps between the sources and the writer, in order; every LLM step
+        draws on `meter` (the run's; a new one when not given)."""
         from kame_data.oracle.stage import OracleStage
         from kame_data.script.stage import ScriptStage
         from kame_data.speech.stage import SpeakStage
 
-        return [ScriptStage(self.script, self.seed, cache=cache), SpeakStage(self.speak, self.seed),
-                OracleStage(self.oracle, cache=cache)]
+        meter = meter if meter is not None else self.meter()
+        return [ScriptStage(self.script, self.seed, cache=cache, meter=meter), SpeakStage(self.speak, self.seed),
+                OracleStage(self.oracle, cache=cache, meter=meter)]
 
 
 def _plain(value: Any) -> Any:

@@ -28,6 +28,8 @@ class StepCounts:
     inputs: int = 0  # records handed to the step (rejects pass through uncounted)
     outputs: int = 0  # records it produced (not rejects)
     computed: int = 0  # inputs it computed rather than read from a checkpoint
+    retried: int = 0  # of those, inputs whose earlier result was transient (tried again)
+    transient: int = 0  # inputs whose result is transient this time (not checkpointed; a rerun retries)
     seconds: float = 0.0  # time spent in the step (batches running at once each count)
     started: float = 0.0  # wall clock (epoch s) when its first batch began, and when its last ended
     ended: float = 0.0
@@ -36,6 +38,8 @@ class StepCounts:
         self.inputs += other.inputs
         self.outputs += other.outputs
         self.computed += other.computed
+        self.retried += other.retried
+        self.transient += other.transient
         self.seconds += other.seconds
         self.started = min(self.started or other.started, other.started or self.started)
         self.ended = max(self.ended, other.ended)
@@ -66,23 +70,31 @@ def _live(batch: Iterable[Keyed]) -> int:
     return sum(1 for k in batch if not isinstance(k.record, Reject))
 
 
+def is_final(group: list[Any]) -> bool:
+    """A group holding a transient reject is not final: it is not checkpointed as a result."""
+    return not any(isinstance(r, Reject) and r.transient for r in group)
+
+
 def apply_step(step: Step, key: str, keyed: list[Keyed],
                store: CheckpointStore | None) -> tuple[list[Keyed], StepCounts]:
     """Run `step` on the non-reject records of `keyed` (rejects pass through).
 
     Returns the outputs in input order, each keyed by (step identity, input key, position), and the
     counts. Checkpointed inputs are read back; the step's `setup` runs only when something is left
-    to compute (a resumed run may need no model at all)."""
+    to compute (a resumed run may need no model at all). Only final groups are stored as results;
+    a transient one leaves a marker, so the rerun that computes it again counts it as retried."""
     started, wall_start = time.perf_counter(), time.time()
     use_store = store if step.resources.checkpoint else None
     results: dict[str, list[Any]] = {}
     misses: list[Keyed] = []
+    retried = transient = 0
     for k in keyed:
         if isinstance(k.record, Reject):
             continue
         found = use_store.get(step.name, digest(key, k.key)) if use_store is not None else None
         if found is None:
             misses.append(k)
+            retried += use_store is not None and use_store.was_transient(step.name, digest(key, k.key))
         else:
             results[k.key] = found
     if misses:
@@ -95,8 +107,15 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
         if len(groups) != len(misses):
             raise RuntimeError(f"step {step.name}: run returned {len(groups)} groups for {len(misses)} inputs")
         for k, group in zip(misses, groups):
+            final = is_final(group)
+            transient += not final
             if use_store is not None:
-                use_store.put(step.name, digest(key, k.key), group)
+                item = digest(key, k.key)
+                if final:
+                    use_store.put(step.name, item, group)
+                    use_store.clear_transient(step.name, item)
+                else:
+                    use_store.mark_transient(step.name, item)
             results[k.key] = group
     out: list[Keyed] = []
     for k in keyed:
@@ -105,8 +124,8 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
             continue
         for j, rec in enumerate(results[k.key]):
             out.append(Keyed(digest(key, k.key, str(j)), rec))
-    return out, StepCounts(inputs=_live(keyed), outputs=_live(out), computed=len(misses),
-                           seconds=time.perf_counter() - started, started=wall_start, ended=time.time())
+    return out, StepCounts(inputs=_live(keyed), outputs=_live(out), computed=len(misses), retried=retried,
+                           transient=transient, seconds=time.perf_counter() - started, started=wall_start, ended=time.time())
 
 
 BatchDone = Callable[[str, StepCounts], None]

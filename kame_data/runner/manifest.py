@@ -77,6 +77,22 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
     return manifest
 
 
+_USAGE = ("requests", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def llm_usage(budget_usd: float | None, summaries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The manifest's `llm_usage`: what the run's LLM calls cost against the one budget, in all
+    and per stage (from each step's summary: requests paid for, tokens, cost; cache hits)."""
+    stages = {name: {k: s[k] for k in (*_USAGE, "calls", "cache_hits") if k in s}
+              for name, s in summaries.items() if s and "requests" in s}
+    out: dict[str, Any] = {k: sum(st[k] for st in stages.values()) for k in _USAGE}
+    out["cost_usd"] = round(out["cost_usd"], 6)
+    if budget_usd is not None:
+        out["budget_usd"] = budget_usd
+    out["stages"] = stages
+    return out
+
+
 def write_outputs(out_dir: Path, manifest: dict[str, Any]) -> None:
     """manifest.json, then the card (README.md and its plots), which reads the shards it describes."""
     write_json(out_dir / "manifest.json", manifest)

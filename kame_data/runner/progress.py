@@ -16,8 +16,9 @@ class Progress:
         self._lock = threading.Lock()
         self.state = {"recipe": config.name, "config_hash": config.config_hash, "executor": executor,
                       "items": items, "state": "running", "started": time.time(),
-                      "stages": {n: {"inputs": 0, "outputs": 0, "computed": 0} for n in stage_names},
-                      "samples": 0, "rejects": 0}
+                      "stages": {n: {"inputs": 0, "outputs": 0, "computed": 0, "retried": 0, "transient": 0}
+                                 for n in stage_names},
+                      "samples": 0, "rejects": 0, "transient": 0}
 
     def add(self, stage: str, counts: StepCounts) -> None:
         """A batch finished `stage` (called from executor threads)."""
@@ -26,6 +27,8 @@ class Progress:
             st["inputs"] += counts.inputs
             st["outputs"] += counts.outputs
             st["computed"] += counts.computed
+            st["retried"] += counts.retried
+            st["transient"] += counts.transient
         self.save()
 
     def save(self, **changes) -> None:

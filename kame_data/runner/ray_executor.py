@@ -3,7 +3,8 @@
 
 Checkpoints and the LLM cache are the local executor's, so a shared filesystem lets the two
 executors resume each other's runs. Counts and step summaries (LLM usage) travel back through a
-small collector actor, so the manifest says the same as a local run's.
+small collector actor, so the manifest says the same as a local run's; the run's LLM meter lives in
+an actor of its own, so every step actor draws on one budget.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from kame_data.llm.accounting import BudgetExceeded
 from kame_data.runner.checkpoint import CheckpointStore, Keyed
 from kame_data.runner.config import RunConfig
 from kame_data.runner.executor import (
@@ -58,16 +60,37 @@ class _Collector:
         return out
 
 
+class _RemoteMeter:
+    """The run's Meter, held by a Ray actor, as the accounts of a step actor see it."""
+
+    def __init__(self, handle, budget_usd: float | None):
+        self.handle, self.budget_usd = handle, budget_usd
+
+    def reserve(self, nano: int) -> str:
+        import ray
+
+        return ray.get(self.handle.reserve.remote(nano))
+
+    def settle(self, reserved: int, spent: int) -> None:
+        self.handle.settle.remote(reserved, spent)  # in order after this actor's reserves; no wait
+
+    def reason(self) -> str:
+        import ray
+
+        return ray.get(self.handle.reason.remote())
+
+
 class _StepActor:
     """Builds the run's steps in the actor and applies step `index` to batches of pickled records."""
 
-    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector):
+    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector,
+                 meter):
         import uuid
 
         from kame_data.llm.cache import RequestCache
 
         cache = RequestCache(cache_path) if cache_path else None
-        self.step = config.build_steps(cache)[index]
+        self.step = config.build_steps(cache, _RemoteMeter(meter, config.oracle.budget_usd))[index]
         self.key = step_key(self.step)
         self.store = CheckpointStore(store_root) if store_root else None
         self.collector, self.id = collector, uuid.uuid4().hex
@@ -84,7 +107,11 @@ class _StepActor:
 
             ray.get([self.collector.fail.remote(e),  # what the failed batch spent counts too
                      self.collector.record.remote(self.step.name, asdict(StepCounts()), self.id, self.step.summary())])
-            raise
+            if not isinstance(e, BudgetExceeded):
+                raise
+            # Ray Data would abort the dataset and drop finished blocks the driver has not read
+            # yet: the batch yields nothing instead, and the driver stops when it reads the error.
+            out, counts = [], StepCounts()
         self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary())
         return pa.table({"key": pa.array([k.key for k in out], pa.string()),
                          "blob": pa.array([pickle.dumps(k.record, protocol=pickle.HIGHEST_PROTOCOL) for k in out],
@@ -105,6 +132,15 @@ def _merge(summaries: list[dict]) -> dict:
 
 class RayExecutor:
     name = "ray"
+
+    @staticmethod
+    def _raise_budget(collector) -> None:
+        """After the batches in order before it, a budget stop ends the run as it does locally."""
+        import ray
+
+        error = ray.get(collector.first_error.remote())
+        if isinstance(error, BudgetExceeded):
+            raise error
 
     def __init__(self, config: RunConfig, address: str | None = None, cache_path: Path | None = None):
         self.config, self.address, self.cache_path = config, address, cache_path
@@ -129,7 +165,10 @@ class RayExecutor:
                      ignore_reinit_error=True, **({} if self.address else {"num_cpus": 2}))
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
+        from kame_data.llm.accounting import Meter
+
         collector = ray.remote(_Collector).options(num_cpus=0).remote()
+        meter = ray.remote(Meter).options(num_cpus=0).remote(self.config.oracle.budget_usd)
         # One block per batch: blocks flow through the steps independently, so a batch that
         # finished is written even when a later one fails (budget) and memory stays per batch.
         ds = ray.data.from_arrow([pa.table({
@@ -142,7 +181,7 @@ class RayExecutor:
                 num_cpus=self._cpus(step), fn_constructor_kwargs=dict(config=self.config, index=index,
                                                           store_root=str(store.root) if store else None,
                                                           cache_path=str(self.cache_path) if self.cache_path else None,
-                                                          collector=collector))
+                                                          collector=collector, meter=meter))
 
         def report() -> None:
             for name, counts in ray.get(collector.drain.remote()):
@@ -155,9 +194,11 @@ class RayExecutor:
                 yield [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
                                                                  batch.column("blob").to_pylist())]
                 report()
+                self._raise_budget(collector)
+            self._raise_budget(collector)
         except Exception as e:  # noqa: BLE001 - re-raised as the step's own error when there is one
             own = ray.get(collector.first_error.remote())
-            if own is None:
+            if own is None or own is e:
                 raise
             raise own from e
         finally:

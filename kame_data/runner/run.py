@@ -7,6 +7,7 @@ from __future__ import annotations
 import faulthandler
 import logging
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +23,12 @@ from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, item_key
 from kame_data.runner.config import RunConfig
 from kame_data.runner.executor import RunStats, StepCounts
-from kame_data.runner.manifest import build_manifest, quality_summary, write_outputs
+from kame_data.runner.manifest import build_manifest, llm_usage, quality_summary, write_outputs
 from kame_data.runner.progress import Progress
 from kame_data.runner.until import STAGES, write_partial
 from kame_data.runner.write import WriteStep
 from kame_data.schema import validate
+from kame_data.scrub import ScrubbingFormatter, register_secret, scrub
 from kame_data.sources.step import SourcesStep
 from kame_data.step import Step
 from kame_data.workers import FAULT_LOG_ENV, EngineCrashed
@@ -109,7 +111,7 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     out_dir.mkdir(parents=True, exist_ok=True)
     _clean_partial_files(out_dir)
     handler = logging.FileHandler(out_dir / "run.log", mode="a", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(ScrubbingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("kame_data")
     root.addHandler(handler)
     if root.level == logging.NOTSET or root.level > logging.INFO:
@@ -118,6 +120,8 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     faulthandler.enable(file=handler.stream, all_threads=True)
     os.environ[FAULT_LOG_ENV] = str((out_dir / "run.log").resolve())
     cache = None
+    for backend in (config.script.llm.backend, config.oracle.backend):
+        register_secret(os.environ.get(backend.api_key_env))  # never in a log, progress.json or card
     try:
         cache_path = None
         if use_cache:
@@ -128,10 +132,15 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
             from kame_data.llm.cache import RequestCache
 
             cache = RequestCache(cache_path) if cache_path else None
-            stages = config.build_steps(cache)
+            stages = config.build_steps(cache, config.meter())
         store = CheckpointStore(out_dir / ".checkpoints") if resume else None
         run = _Run(config, out_dir, progress or (lambda name, total: _NoBar()), store)
         return run.execute(limit, stages, _executor(executor, config, ray_address, cache_path), until)
+    except BaseException as e:
+        # The terminal gets one line (the CLI's); the traceback goes to run.log only.
+        handler.handle(log.makeRecord(log.name, logging.ERROR, __file__, 0, "run failed: %s: %s",
+                                      (type(e).__name__, e), sys.exc_info()))
+        raise
     finally:
         if cache is not None:
             cache.close()
@@ -139,6 +148,10 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
         os.environ.pop(FAULT_LOG_ENV, None)
         root.removeHandler(handler)
         handler.close()
+
+
+def _transient(rejects: list[Reject]) -> int:
+    return sum(1 for r in rejects if r.transient)
 
 
 class _Run:
@@ -149,8 +162,12 @@ class _Run:
         self.rejects: list[Reject] = []
         self.timings: dict[str, float] = {}
 
+    def _write_rejects(self) -> None:
+        write_jsonl(self.out_dir / "rejects.jsonl", [{**r.to_dict(), "detail": scrub(r.detail)} for r in self.rejects])
+
     def _fail(self, message: str, progress: Progress | None = None) -> RunError:
-        write_jsonl(self.out_dir / "rejects.jsonl", [r.to_dict() for r in self.rejects])
+        message = scrub(message)
+        self._write_rejects()
         if progress is not None:
             progress.save(state="failed", error=message)
         return RunError(message)
@@ -192,13 +209,12 @@ class _Run:
                 self.rejects.extend(k.record for k in batch if isinstance(k.record, Reject))
                 outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
                 self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
-                progress.save(samples=len(outputs), rejects=len(self.rejects))
+                progress.save(samples=len(outputs), rejects=len(self.rejects), transient=_transient(self.rejects))
         except BudgetExceeded as e:
             # Stop cleanly: what is finished gets published; paid answers stay in the cache.
             log.warning("%s; stopping and publishing what is done", e)
             stop = f"budget: {e}"
         except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
-            log.error("aborted: %s", e)
             raise self._fail(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)",
                              progress) from e
         finally:
@@ -208,13 +224,20 @@ class _Run:
                 s.teardown()
         for name in names:
             self.timings[name] = stats.counts.get(name, StepCounts()).seconds
-        write_jsonl(self.out_dir / "rejects.jsonl", [r.to_dict() for r in self.rejects])
+        self._write_rejects()
+        transient = _transient(self.rejects)
+        if transient:
+            log.warning("%d rejects are transient (server, engine or budget failures): rerun the same command "
+                        "to retry them", transient)
         if until is not None:
             path = write_partial(self.out_dir, until, outputs)
-            progress.save(state="done", samples=len(outputs), rejects=len(self.rejects))
+            progress.save(state="done", samples=len(outputs), rejects=len(self.rejects), transient=transient)
             log.info("stopped after %s: %d records in %s", until, len(outputs), path)
             return RunResult(out_dir=self.out_dir, manifest={"until": until, "records": len(outputs),
                                                               "path": str(path)}, rejects=self.rejects)
+        if not outputs and stop:
+            raise self._fail(f"{stop}; no dialogue was finished before it (answers paid for are cached: raise "
+                             "oracle.budget_usd and rerun the same command to continue)", progress)
         if not outputs:
             raise self._fail(f"every item was rejected; see {self.out_dir / 'rejects.jsonl'}", progress)
         t = time.perf_counter()
@@ -223,7 +246,8 @@ class _Run:
         self.timings["total"] = time.perf_counter() - started
         manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop)
         write_outputs(self.out_dir, manifest)
-        progress.save(state="stopped" if stop else "done", samples=len(outputs), rejects=len(self.rejects))
+        progress.save(state="stopped" if stop else "done", samples=len(outputs), rejects=len(self.rejects),
+                      transient=transient, **({"stopped": stop} if stop else {}))
         log.info("wrote %d rows in %d shards to %s", manifest["counts"]["samples"], len(shards), self.out_dir)
         return RunResult(out_dir=self.out_dir, manifest=manifest, rejects=self.rejects)
 
@@ -240,12 +264,15 @@ class _Run:
         manifest["quality"] = quality_summary(samples)
         manifest["executor"] = executor
         manifest["computed"] = {n: stats.counts.get(n, StepCounts()).computed for n in names}
+        manifest["retried"] = {n: stats.counts.get(n, StepCounts()).retried for n in names}
+        manifest["rejects_transient"] = dict(sorted(Counter(r.reason for r in self.rejects if r.transient).items()))
         # Steps overlap: each one's span from first to last batch, beside its summed busy time.
         manifest["wall"] = {n: round(stats.counts.get(n, StepCounts()).wall, 3) for n in names}
         if stats.summaries.get("oracle"):
             manifest["llm"] = stats.summaries["oracle"]
         if stats.summaries.get("script", {}).get("calls"):
             manifest["llm_script"] = stats.summaries["script"]
+        manifest["llm_usage"] = llm_usage(self.config.oracle.budget_usd, stats.summaries)
         if stop:
             manifest["stopped"] = stop
         validate("manifest", manifest)

@@ -5,7 +5,8 @@ The template dialogue is always built first: it gives the facts the rewrite must
 of turns, and the fallback. A rewrite is refused (and the template used, and counted) when it is
 empty, has the wrong number of turns, is too long, is not speakable after normalisation, or drops
 the answer. Items without a reference answer (most of MT-Bench) have no template: the model
-answers them itself, and a refused answer is a Reject.
+answers them itself, and a refused answer is a Reject. When the service itself failed (after its
+retries) the dialogue is a transient `llm_failed` reject, which a rerun tries again.
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             jobs.append((item, v, t if isinstance(t, list) else None))
     results: list[list[tuple[str, str]] | None] = [None] * len(jobs)
     reasons = [""] * len(jobs)
+    errors = [""] * len(jobs)  # the service's last failure, if any attempt failed: not a verdict on the item
     pending = list(range(len(jobs)))
     for attempt in range(cfg.llm.retries + 1):
         if not pending:
@@ -151,6 +153,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             expected = len(template) if template else 2 * (1 + len(item.followups))
             turns = parse_reply(res.text)
             reasons[i] = "llm_error" if getattr(res, "error", "") else check_rewrite(item, turns, expected, cfg)
+            errors[i] = getattr(res, "error", "") or errors[i]
             if reasons[i]:
                 still.append(i)
             else:
@@ -161,6 +164,12 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
         if results[i] is not None:
             stats["llm"] += 1
             out.append(to_dialogue(item, v, results[i]))
+        elif errors[i]:
+            # The service failed: the template would stand in for good, though a rerun may well
+            # get a usable rewrite. A transient reject is retried instead.
+            stats["failed"] += 1
+            out.append(Reject("script", f"{item.id}-v{v}", "llm_failed",
+                              f"the rewrite request failed after retries ({errors[i]})", transient=True))
         elif template is not None:
             stats["fallback"] += 1
             stats[f"fallback_{reasons[i]}"] += 1

@@ -25,14 +25,16 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     name = "script"
 
     def __init__(self, config: ScriptConfig, seed: int = 0, backend: ChatBackend | None = None,
-                 cache=_SHARED_CACHE):
+                 cache=_SHARED_CACHE, meter=None):
         """`backend` overrides the configured one (tests); `cache` is a RequestCache, None for no
-        cache, or by default the shared cache (`~/.cache/kame-data/llm-cache.sqlite`)."""
+        cache, or by default the shared cache (`~/.cache/kame-data/llm-cache.sqlite`); `meter` is
+        the run's Meter (its budget covers the rewrites too; by default an unbounded one)."""
         if config.style not in ("template", "llm"):
             raise ValueError(f"unknown script style {config.style!r} (available: template, llm)")
         super().__init__(config, seed)
         self.backend = backend
         self.cache = cache
+        self.meter = meter
         self.stats: Counter[str] = Counter()
 
     @property
@@ -42,12 +44,16 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     def setup(self) -> None:
         if self.cfg.style != "llm" or self.backend is not None:
             return
+        from kame_data.llm.accounting import Account, Meter, Prices
         from kame_data.llm.cache import CachedBackend, RequestCache, default_cache_path
         from kame_data.llm.config import open_backend
 
         if self.cache is _SHARED_CACHE:
             self.cache = RequestCache(default_cache_path())
-        self.backend = CachedBackend(open_backend(self.cfg.llm.backend), self.cache)
+        b = self.cfg.llm.backend
+        account = Account(self.meter if self.meter is not None else Meter(),
+                          Prices(b.prompt_price_per_million, b.completion_price_per_million))
+        self.backend = CachedBackend(open_backend(b, account), self.cache)
 
     def run(self, batch: list[SourceItem]) -> list[list[Dialogue | Reject]]:
         """Each item's dialogues (one per variant). LLM rewrites of the whole batch are requested

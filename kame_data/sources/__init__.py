@@ -16,7 +16,7 @@ from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
 from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
 from kame_data.sources.filters import FilterConfig, check
-from kame_data.sources.rows import read_rows
+from kame_data.sources.rows import BadRow, SourceError, read_rows
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,14 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None,
     path = recipe.resolve(spec.path) if (recipe is not None and spec.path) else spec.path
     wanted = {c.casefold() for c in spec.categories} if spec.categories else None
     accepted = 0
+    bad = BadRows(spec, path)
+    lines = 0
     for index, row in enumerate(read_rows(path=path, hub=spec.hub, config=spec.config, split=spec.split)):
+        lines = index + 1
+        if isinstance(row, BadRow):  # counts in `index`: mending a line does not renumber the rows after it
+            bad.add(row, lines)
+            yield Reject("sources", row.where, row.reason, f"{row.file}:{row.line}: {row.detail}")
+            continue
         result = parse(row, index)
         if isinstance(result, SourceItem):
             if wanted is not None and result.category.casefold() not in wanted:
@@ -71,7 +78,40 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None,
         if isinstance(result, SourceItem):
             accepted += 1
             if spec.limit is not None and accepted >= spec.limit:
-                return
+                return  # a fraction is of the whole file: a partial read is not judged by it
+    bad.finish(lines)
+
+
+class BadRows:
+    """A source's malformed lines against its `max_bad_rows`: a count is checked as lines are
+    read, a fraction (below 1) once the whole file is read; beyond either the run stops with one
+    line naming the first bad line."""
+
+    def __init__(self, spec: SourceSpec, path):
+        self.limit = spec.max_bad_rows
+        if self.limit is None or self.limit < 0:
+            raise RecipeError(f"source {spec.name or spec.kind}: max_bad_rows must be a count or a fraction >= 0")
+        self.fraction = isinstance(self.limit, float) and self.limit < 1
+        self.label = f"{spec.name or spec.kind} ({path or spec.hub})"
+        self.count = 0
+        self.first: BadRow | None = None
+
+    def add(self, row: BadRow, lines: int) -> None:
+        self.count += 1
+        self.first = self.first or row
+        if not self.fraction and self.count > self.limit:
+            self._stop(lines)
+
+    def finish(self, lines: int) -> None:
+        if self.fraction and self.count > self.limit * lines:
+            self._stop(lines)
+
+    def _stop(self, lines: int) -> None:
+        first = self.first
+        allowed = f"{self.limit * 100:g}% of the lines" if self.fraction else f"{int(self.limit)}"
+        raise SourceError(f"source {self.label}: {self.count} malformed of {lines} lines read, more than "
+                          f"max_bad_rows ({allowed}); first: {first.file}:{first.line}: {first.detail} "
+                          f"[{first.reason}]")
 
 
 def load_items(recipe: Recipe, limit: int | None = None) -> tuple[list[SourceItem], list[Reject]]:

@@ -1,9 +1,16 @@
-"""Reading raw rows from local files or the Hugging Face hub."""
+"""Reading raw rows from local files or the Hugging Face hub.
+
+A line of a JSONL file that is not a row (not UTF-8, not JSON, cut short, not an object) comes
+out as a `BadRow` naming its file and line, not as an error: the sources step turns it into a
+reject and goes on, up to the source's `max_bad_rows`. A byte-order mark is simply skipped.
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
@@ -12,9 +19,24 @@ class SourceError(ValueError):
     """A source cannot be read; the message names the file or hub id."""
 
 
+@dataclass(frozen=True)
+class BadRow:
+    """A line (or list element) of a source file that is not a row."""
+
+    file: str
+    line: int  # 1-based line of a JSONL file, or element of a JSON list
+    reason: str  # invalid_utf8 | invalid_json | truncated_json | not_an_object
+    detail: str
+
+    @property
+    def where(self) -> str:
+        return f"{Path(self.file).name}:{self.line}"
+
+
 def read_rows(path: str | os.PathLike | None = None, hub: str | None = None, config: str | None = None,
-              split: str | None = None) -> Iterator[dict]:
-    """Rows as dicts: from a local JSONL / JSON / Parquet file, or a hub id through `datasets`."""
+              split: str | None = None) -> Iterator[dict | BadRow]:
+    """Rows as dicts (and BadRows for malformed lines): from a local JSONL / JSON / Parquet
+    file, or a hub id through `datasets`."""
     if path is not None:
         yield from _read_local(Path(path))
     elif hub is not None:
@@ -23,34 +45,61 @@ def read_rows(path: str | os.PathLike | None = None, hub: str | None = None, con
         raise SourceError("a source needs `path` or `hub`")
 
 
-def _read_local(path: Path) -> Iterator[dict]:
+def parse_line(raw: bytes, file: str, lineno: int) -> dict | BadRow | None:
+    """One JSONL line: its object, a BadRow saying what is wrong with it, or None when blank."""
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return BadRow(file, lineno, "invalid_utf8",
+                      f"byte 0x{raw[e.start]:02x} at column {e.start + 1} is not UTF-8 text")
+    if not line.strip():
+        return None
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        if e.pos >= len(line.rstrip()) or e.msg.startswith("Unterminated string"):
+            return BadRow(file, lineno, "truncated_json", "the line ends before its JSON value is complete")
+        return BadRow(file, lineno, "invalid_json", f"not valid JSON: {e.msg} at column {e.colno}")
+    if not isinstance(row, dict):
+        return BadRow(file, lineno, "not_an_object", f"a JSON {type(row).__name__} where an object was expected")
+    return row
+
+
+def _read_local(path: Path) -> Iterator[dict | BadRow]:
     if not path.is_file():
         raise SourceError(f"source file not found: {path}")
     suffix = "".join(path.suffixes[-1:]).lower()
     if suffix == ".parquet":
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-            yield from batch.to_pylist()
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
+                yield from batch.to_pylist()
+        except (pa.ArrowException, OSError) as e:
+            raise SourceError(f"{path}: not a readable Parquet file: {e}") from e
     elif suffix == ".jsonl":
-        with path.open("r", encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise SourceError(f"{path}:{lineno}: not valid JSON: {e.msg}") from e
-                if not isinstance(row, dict):
-                    raise SourceError(f"{path}:{lineno}: expected a JSON object per line")
-                yield row
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                row = parse_line(raw, str(path), lineno)
+                if row is not None:
+                    yield row
     elif suffix == ".json":
-        data = json.loads(path.read_text("utf-8"))
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8-sig"))
+        except UnicodeDecodeError as e:
+            raise SourceError(f"{path}: byte {e.start} is not UTF-8 text") from e
+        except json.JSONDecodeError as e:
+            raise SourceError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from e
         if isinstance(data, dict):
             data = next((v for v in data.values() if isinstance(v, list)), None)
         if not isinstance(data, list):
             raise SourceError(f"{path}: expected a JSON list of objects")
-        yield from data
+        for index, row in enumerate(data, 1):
+            yield row if isinstance(row, dict) else BadRow(
+                str(path), index, "not_an_object", f"element {index} is a JSON {type(row).__name__}, not an object")
     else:
         raise SourceError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")
 

@@ -207,7 +207,8 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
                               for k in indices}
                 except Exception as e:  # an engine failing on one text must not stop the run
                     log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
-                    return Reject(self.name, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}")
+                    return Reject(self.name, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}",
+                                  transient=True)  # an engine or aligner fault, not the text's: retried on rerun
                 failure = self._qa_failure(spoken)
                 if failure is None:
                     turns.update(spoken)
