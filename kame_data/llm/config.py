@@ -50,5 +50,5 @@ def open_backend(cfg: BackendConfig, meter: Meter | None = None) -> ChatBackend:
 
         if not cfg.model:
             raise ValueError("oracle.backend.model is required for the vllm backend")
-        return VLLMBackend(cfg.model)
+        return VLLMBackend(cfg.model, meter=meter)
     raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp, openai, vllm)")
