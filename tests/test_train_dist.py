@@ -104,10 +104,10 @@ def recipe(tmp, **train):
            "data": {"eval_split": None, "max_frames": 96, "groups_per_block": 2},
            "oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.3},
            "optim": {"lr": 3e-3, "warmup_steps": 2},
-           "train": {"steps": 6, "batch_size": 8, "grad_accum": 2, "log_every": 1, "eval_every": 1000,
-                     "checkpoint_every": 3, "threads": 1, **train}}
+           "train": {"steps": 4, "batch_size": 8, "grad_accum": 2, "log_every": 1, "eval_every": 1000,
+                     "checkpoint_every": 2, "threads": 1, **train}}
     config_from_dict(raw)  # valid
-    path = tmp / "train.yaml"
+    path = tmp / f"train-{train.get('parallel', 'auto')}.yaml"
     import yaml
 
     path.write_text(yaml.safe_dump(raw))
@@ -128,17 +128,33 @@ def train_cli(recipe_path, tokens, out, procs, *extra):
 
 
 @pytest.mark.slow
-def test_two_gloo_processes_train_like_one_process(tmp_path, tokens):
+def test_two_gloo_processes_train_like_one_process_with_ddp_and_fsdp(tmp_path, tokens):
     path = recipe(tmp_path)
     one = train_cli(path, tokens, tmp_path / "one", 1)
     two = train_cli(path, tokens, tmp_path / "two", 2)
-    assert [r["step"] for r in one] == [r["step"] for r in two] == list(range(1, 7))
+    assert [r["step"] for r in one] == [r["step"] for r in two] == list(range(1, 5))
     for a, b in zip(one, two):
         for k in ("loss", "text_loss", "audio_loss", "grad_norm"):
             assert b[k] == pytest.approx(a[k], rel=2e-5, abs=1e-6), (a["step"], k, a[k], b[k])
     assert "gloo" not in one[0] and (tmp_path / "two" / "train.rank1.log").is_file()
-    # The two-process run's checkpoint at step 3 resumes in one process on the same stream.
-    (tmp_path / "two" / "checkpoints" / "step-0000006.pt").unlink()
+    # FSDP (parameters, gradients and optimizer state sharded over the two ranks) takes the same steps.
+    fsdp = train_cli(recipe(tmp_path, parallel="fsdp"), tokens, tmp_path / "fsdp", 2)
+    for a, b in zip(one, fsdp):
+        for k in ("loss", "text_loss", "audio_loss", "grad_norm"):
+            assert b[k] == pytest.approx(a[k], rel=2e-5, abs=1e-6), ("fsdp", a["step"], k, a[k], b[k])
+    # The two-process run's checkpoint at step 2 resumes in one process on the same stream.
+    (tmp_path / "two" / "checkpoints" / "step-0000004.pt").unlink()
     resumed = train_cli(path, tokens, tmp_path / "two", 1)
-    assert [r["step"] for r in resumed] == list(range(1, 7))
+    assert [r["step"] for r in resumed] == list(range(1, 5))
     assert [r["loss"] for r in resumed] == pytest.approx([r["loss"] for r in one], rel=2e-5)
+
+
+def test_train_kame_recipe_is_moshi_7b_on_gpus_with_fsdp():
+    from kame_data.train.config import load_train_config
+    from kame_data.train.model import lm_kwargs_for
+
+    cfg = load_train_config("train_kame")  # bundled, read without downloading anything
+    kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
+    assert (kw["dim"], kw["num_layers"], kw["text_card"], kw["n_q"], kw["dep_q"]) == (4096, 32, 32000, 16, 8)
+    assert (cfg.train.parallel, cfg.train.precision, cfg.train.device) == ("fsdp", "bf16", "auto")
+    assert cfg.train.batch_size % 8 == 0 and cfg.tokenize.device == "cuda"

@@ -71,8 +71,8 @@ def device_for(name: str) -> torch.device:
 
 
 def wrap(model: nn.Module, d: Dist, device: torch.device) -> nn.Module:
-    """The module the optimizer steps: DDP (a replica per rank) or FSDP2 (`fully_shard` on each
-    transformer layer, then the whole model: parameters, gradients and optimizer state sharded)."""
+    """The module the optimizer steps: DDP (a replica per rank) or FSDP2 (`fully_shard`: parameters,
+    gradients and optimizer state sharded over the ranks)."""
     if d.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
@@ -81,8 +81,12 @@ def wrap(model: nn.Module, d: Dist, device: torch.device) -> nn.Module:
     if d.parallel == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
-        for module in model.modules():
-            if type(module).__name__ == "StreamingTransformerLayer":
+        # moshi's layers cannot take FSDP's class swap (abc.ABC + Generic), so the units are what
+        # they hold: attention projections and gated MLPs (which read their weights directly), nearly
+        # all the weights; the root takes the embeddings, norms and output heads.
+        for name, module in model.named_modules():
+            gated = type(module).__name__ == "ActivationGating"
+            if gated or (isinstance(module, nn.Linear) and ".self_attn." in name):
                 fully_shard(module)
         fully_shard(model)
         return model

@@ -67,10 +67,27 @@ class TokenShards:
         out: list[Window] = []
         for g in groups:
             path, i = self.groups[g]
-            rows = pq.ParquetFile(path).read_row_group(i).to_pylist()
+            table = pq.ParquetFile(path).read_row_group(i)
+            rows = table.drop_columns(["A", "B"]).to_pylist()  # ids and the small event columns
+            for sp in ("A", "B"):
+                for row, codes in zip(rows, _matrices(table.column(sp))):
+                    row[sp] = codes
             out += windows_from_rows(rows, *self.args)
-            del rows
         return out
+
+
+def _matrices(column) -> list[np.ndarray]:
+    """A list<list<int64>> column as one [rows, T] int64 array per row, read straight from Arrow's
+    buffers (Python lists would take several times the memory of the tokens)."""
+    arr = column.combine_chunks()
+    outer = arr.offsets.to_numpy()
+    inner = arr.values.offsets.to_numpy()
+    values = arr.values.values.to_numpy(zero_copy_only=False)
+    out = []
+    for i in range(len(arr)):
+        a, b = int(outer[i]), int(outer[i + 1])
+        out.append(values[inner[a]:inner[b]].reshape(b - a, -1) if b > a else np.zeros((0, 0), np.int64))
+    return out
 
 
 class Loader:
