@@ -119,7 +119,8 @@ def main() -> None:
         qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
                            for n in (n1, n2)), "audio")
         script = slope(*(run(tmp, "script", n, espeak, loop, until="script") for n in (n1, n2)), "dialogues")
-        full, no_write = (run(tmp, "full", n2, espeak, loop, until=u) for u in (None, "oracle"))
+        full, no_write = (run(tmp, name, n2, espeak, loop, until=u) for name, u in (("full", None),
+                                                                                    ("until-oracle", "oracle")))
         # One dialogue, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone.
         o1, o2 = (run(tmp, f"llm-oracle-{iv}", 1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
         oracle_call = (o2["cpu"] - o1["cpu"]) / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"])
