@@ -56,6 +56,16 @@ def run(
     until: Optional[str] = typer.Option(None, "--until", help="Stop after this stage (sources, script, speak, "
                                         "oracle) and write its records as JSON lines: OUT/items.jsonl, "
                                         "scripts.jsonl, rendered.jsonl or samples.jsonl, plus rejects.jsonl."),
+    checkpoints: Optional[str] = typer.Option(None, "--checkpoints", help="Where per-item checkpoints live "
+                                              "(default OUT/.checkpoints): a path on a filesystem every node "
+                                              "sees, or an object-store URL (s3://bucket/run, gs://…)."),
+    llm_cache: Optional[str] = typer.Option(None, "--llm-cache", help="The LLM answer cache: a .sqlite file "
+                                            "(one machine), or a shared folder / object-store URL (a cluster)."),
+    ray_runtime_env: Optional[Path] = typer.Option(None, "--ray-runtime-env", help="A YAML/JSON file with a Ray "
+                                                   "runtime_env (pip, container, env_vars) merged into the one "
+                                                   "that ships kame_data to every node."),
+    ray_actors: int = typer.Option(1, "--ray-actors", min=1, help="Ray actors per step, spread over the "
+                                   "cluster's nodes (about one per node for the speak step)."),
 ) -> None:
     """Run a recipe end to end: sources -> script -> speak -> oracle -> publish.
 
@@ -70,23 +80,41 @@ def run(
 
         kame-data run recipes/kame_paper.yaml --until script --out out/scripts
 
+    On a Ray cluster, put checkpoints and the LLM cache where every node sees them:
+
+        kame-data run kame_paper --executor ray --ray-address HEAD:6379 --out /shared/paper \\
+            --checkpoints s3://bucket/paper/ckpt --llm-cache s3://bucket/llm-cache
+
     Example:  kame-data run recipes/quickstart.yaml --out out/quickstart --limit 2
     """
     from kame_data.recipe import RecipeError, load_recipe
     from kame_data.runner import RunError, run_recipe
     from kame_data.sources.rows import SourceError
+    from kame_data.storage import StorageError
 
     try:
         r = load_recipe(recipe)
     except RecipeError as e:
         _fail(str(e))
     out_dir = out or Path("out") / r.name
+    runtime_env = None
+    if ray_runtime_env is not None:
+        import yaml
+
+        try:
+            runtime_env = yaml.safe_load(ray_runtime_env.read_text("utf-8")) or {}
+        except (OSError, yaml.YAMLError) as e:
+            _fail(f"--ray-runtime-env {ray_runtime_env}: {e}")
+        if not isinstance(runtime_env, dict):
+            _fail(f"--ray-runtime-env {ray_runtime_env}: expected a mapping (pip, env_vars, …)")
     _console_logging()
     t0 = time.perf_counter()
     try:
         result = run_recipe(r, out_dir, limit=limit, progress=_tqdm_factory(quiet), use_cache=not no_cache,
-                            executor=executor, ray_address=ray_address, resume=not no_resume, until=until)
-    except (RunError, SourceError, RecipeError) as e:
+                            executor=executor, ray_address=ray_address, resume=not no_resume, until=until,
+                            checkpoints=checkpoints, llm_cache=llm_cache, ray_runtime_env=runtime_env,
+                            ray_actors=ray_actors)
+    except (RunError, SourceError, RecipeError, StorageError) as e:
         _fail(str(e), 1)
     except Exception as e:  # noqa: BLE001 - a bug or an unforeseen failure: one line here, the traceback in run.log
         _fail(f"{type(e).__name__}: {scrub(e)} (the traceback is in {out_dir / 'run.log'})", 1)
@@ -140,21 +168,37 @@ doctor_cmd.register(app)
 def plan_cmd(
     recipe: str = typer.Argument(..., help="Recipe YAML path, or a bundled recipe name such as 'kame_paper'."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+    cores: Optional[int] = typer.Option(None, "--cores", min=1, help="CPU cores per node (default: this machine's)."),
+    gpus: int = typer.Option(0, "--gpus", min=0, help="GPUs per node."),
+    nodes: int = typer.Option(1, "--nodes", min=1, help="Nodes of the cluster."),
+    llm_tokens_per_s: Optional[float] = typer.Option(None, "--llm-tokens-per-s", min=0.001, help="Measured "
+                                                     "throughput of an openai/vllm backend (all replicas)."),
+    usd_per_core_hour: float = typer.Option(0.0, "--usd-per-core-hour", min=0.0),
+    usd_per_gpu_hour: float = typer.Option(0.0, "--usd-per-gpu-hour", min=0.0),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Rates from benchmarks/calibrate.py "
+                                               "(default: the ones shipped, measured on a 2-core machine)."),
 ) -> None:
     """Show what a recipe would produce and cost, without running or downloading anything:
-    items and dialogues per source, expected hours of audio, LLM calls and tokens.
+    items and dialogues per source, expected hours of audio, LLM calls and tokens, and the wall
+    time per stage on the given resources (from measured per-stage rates) with the stage that
+    bounds the run.
 
-    Example:  kame-data plan recipes/kame_paper.yaml
+    Example:  kame-data plan recipes/kame_paper.yaml --cores 16 --gpus 1
     """
     import json
+    import os
 
     from kame_data.plan import format_plan, plan_recipe
+    from kame_data.projection import Resources, load_calibration
     from kame_data.recipe import RecipeError, load_recipe
 
     try:
         plan = plan_recipe(load_recipe(recipe))
-    except RecipeError as e:
+        cal = load_calibration(calibration)
+    except (RecipeError, OSError, ValueError) as e:
         _fail(str(e))
+    plan.project(Resources(cores or os.cpu_count() or 1, gpus, nodes, llm_tokens_per_s, usd_per_core_hour,
+                           usd_per_gpu_hour), cal)
     typer.echo(json.dumps(plan.to_dict(), indent=2) if as_json else format_plan(plan))
 
 
@@ -172,7 +216,11 @@ def train_cmd(
     Tokenises the dataset (Mimi codes, SentencePiece text, oracle events) into OUT/tokens in
     kame_finetune's prepare_dataset layout, then trains, writing OUT/metrics.jsonl,
     OUT/checkpoints/ and OUT/model.safetensors. A run whose checkpoints exist resumes exactly
-    where it stopped. Needs the train extra (PyTorch and moshi).
+    where it stopped. Needs the train extra (PyTorch and moshi). --dataset may also be a token
+    dataset (a folder with tokens.json, e.g. an earlier OUT/tokens): it is streamed as it is.
+
+    Data parallel on G GPUs (or CPU processes) per node, N nodes: the same command under torchrun,
+    e.g.  torchrun --nproc_per_node 8 -m kame_data.cli.main train train_kame --dataset DIR
 
     Example:  kame-data train recipes/train_tiny.yaml --dataset out/quickstart
     """
@@ -180,7 +228,7 @@ def train_cmd(
         import kame_data.train as kt
 
         kt.require()
-        from kame_data.train.loop import train as run_training
+        from kame_data.train.run import train as run_training
     except ImportError as e:
         _fail(str(e) if "kame-data[train]" in str(e) else
               f"training could not load its dependencies ({e}); install them with: pip install 'kame-data[train]' "
@@ -191,6 +239,8 @@ def train_cmd(
                               progress=_tqdm_factory(quiet))
     except kt.TrainError as e:
         _fail(str(e), 1)
+    if result.rank:  # under torchrun, rank 0 reports
+        return
     typer.echo("")
     typer.secho(f"model: {result.weights.resolve()}", fg=typer.colors.GREEN, bold=True)
     last = result.last

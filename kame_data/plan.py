@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kame_data.llm.accounting import Prices
+from kame_data.projection import Projection, Resources, format_projection, load_calibration, project
 from kame_data.oracle.stage import OracleConfig
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import ASSISTANT, SPEAKER, USER, Word
@@ -67,6 +68,18 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     prices: Prices = field(default_factory=Prices)  # the oracle backend's price table
     budget_usd: float | None = None
+    speech_seconds: dict[str, float] = field(default_factory=dict)  # audio seconds per TTS engine
+    llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
+    qa: bool = False
+    projection: Projection | None = None
+
+    def project(self, res: Resources, calibration: dict[str, Any] | None = None) -> Projection | None:
+        """Wall time per stage on `res` (None while the size is unknown)."""
+        if self.total("dialogues") is None:
+            return None
+        self.projection = project(int(self.total("dialogues")), self.speech_seconds, self.llm, self.qa, res,
+                                  calibration or load_calibration())
+        return self.projection
 
     @property
     def cost_usd(self) -> float | None:
@@ -84,7 +97,8 @@ class Plan:
                 "completion_tokens")
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
-                "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes)}
+                "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
+                **({"projection": self.projection.to_dict()} if self.projection else {})}
 
 
 def _voice_rate(voice: VoiceConfig) -> float:
@@ -186,7 +200,8 @@ def plan_recipe(recipe: Recipe) -> Plan:
     backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
-                budget_usd=oracle.budget_usd)
+                budget_usd=oracle.budget_usd, qa=speak.qa.enabled)
+    engines = {SPEAKER[role]: speak.pool(role)[0].engine for role in (ASSISTANT, USER)}
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
         if spec.dialogues is not None:
@@ -200,11 +215,15 @@ def plan_recipe(recipe: Recipe) -> Plan:
         spoken_words = sum(n for _, n in turns)
         per_dialogue_prompt = oracle_chars / CHARS_PER_TOKEN
         per_dialogue_completion = oracle_calls * min(oracle_max_tokens, ORACLE_REPLY_WORDS * TOKENS_PER_WORD)
+        oracle_tokens = per_dialogue_prompt + per_dialogue_completion
         script_calls = 0 if style != "llm" else (dialogues or 0)
         if style == "llm":
             per_dialogue_prompt += REWRITE_PROMPT_CHARS.get(spec.kind, 1500) / CHARS_PER_TOKEN
             per_dialogue_completion += min(rewrite_max_tokens, spoken_words * TOKENS_PER_WORD + 4 * len(turns))
         known = dialogues is not None
+        if known:
+            _add_load(plan, words, seconds * dialogues, engines, dialogues, oracle_calls, oracle_tokens,
+                      backend.kind, script_calls, llm.backend.kind, per_dialogue_prompt + per_dialogue_completion)
         plan.sources.append(SourcePlan(
             source=spec.name or spec.kind, kind=spec.kind, origin=spec.path or spec.hub or "", items=items,
             items_from=items_from, dialogues=dialogues, seconds_per_dialogue=round(seconds, 1),
@@ -222,6 +241,24 @@ def plan_recipe(recipe: Recipe) -> Plan:
     plan.notes.append("audio and LLM figures are estimates (typical turn lengths per source, the recipe's voices "
                       "and oracle settings, identical requests counted once)")
     return plan
+
+
+def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, str], dialogues: int,
+              oracle_calls: int, oracle_tokens: float, oracle_kind: str, script_calls: int, script_kind: str,
+              all_tokens: float) -> None:
+    """Accumulate what the projection needs: audio seconds per engine (the dialogue's time split by
+    who speaks), and per LLM stage its backend, calls and tokens."""
+    spoken = {sp: sum(w.end - w.start for w in words if w.speaker == sp) for sp in engines}
+    total = sum(spoken.values()) or 1.0
+    for sp, engine in engines.items():
+        plan.speech_seconds[engine] = plan.speech_seconds.get(engine, 0.0) + audio_s * spoken[sp] / total
+    o = plan.llm.setdefault("oracle", {"kind": oracle_kind, "calls": 0, "tokens": 0.0})
+    o["calls"] += dialogues * oracle_calls
+    o["tokens"] += dialogues * oracle_tokens
+    if script_calls:
+        s = plan.llm.setdefault("script", {"kind": script_kind, "calls": 0, "tokens": 0.0})
+        s["calls"] += script_calls
+        s["tokens"] += dialogues * (all_tokens - oracle_tokens)
 
 
 def _fmt(v: int | float | None, digits: int = 0) -> str:
@@ -262,4 +299,6 @@ def format_plan(plan: Plan) -> str:
         lines.append("estimated cost: $0 (no price table: set oracle.backend.prompt_price_per_million and "
                      "completion_price_per_million for a paid API)")
     lines += [""] + [f"note: {n}" for n in plan.notes]
+    if plan.projection is not None:
+        lines += [""] + format_projection(plan.projection)
     return "\n".join(lines)

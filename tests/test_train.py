@@ -23,7 +23,8 @@ if not MISSING:
     import torch
 
     from kame_data.train.config import config_from_dict
-    from kame_data.train.data import Window, eval_batches
+    from kame_data.train.data import Window
+    from kame_data.train.sampler import eval_batches
     from kame_data.train.loop import Trainer
     from kame_data.train.model import (
         TINY_LM_KWARGS,

@@ -1,13 +1,17 @@
-"""A SQLite cache of LLM answers keyed by request hash, shared across runs and recipes."""
+"""The LLM answer cache keyed by request hash, shared across runs and recipes: a SQLite file on
+this machine, or one small JSON file per answer under a folder or object-store URL that every node
+of a cluster sees (SQLite's locking is not safe on network filesystems)."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 from pathlib import Path
 
 from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult
+from kame_data.storage import Location, Storage, is_url
 
 
 def default_cache_path() -> Path:
@@ -43,6 +47,37 @@ class RequestCache:
 
     def close(self) -> None:
         self._db.close()
+
+
+class SharedRequestCache:
+    """Answers as ROOT/answers/<key[:2]>/<key>.json: safe for many writers on many nodes (each
+    answer is written whole; two nodes asking the same request write the same bytes)."""
+
+    def __init__(self, root: Location):
+        self.storage = Storage(root)
+        self.path = self.storage.location
+
+    def get(self, key: str) -> ChatResult | None:
+        data = self.storage.read(f"answers/{key[:2]}/{key}.json")
+        if data is None:
+            return None
+        d = json.loads(data)
+        return ChatResult(d["text"], d["prompt_tokens"], d["completion_tokens"], cached=True)
+
+    def put(self, key: str, result: ChatResult) -> None:
+        blob = {"text": result.text, "prompt_tokens": result.prompt_tokens,
+                "completion_tokens": result.completion_tokens}
+        self.storage.write(f"answers/{key[:2]}/{key}.json", json.dumps(blob, ensure_ascii=False).encode("utf-8"))
+
+    def close(self) -> None:
+        pass
+
+
+def open_cache(location: Location) -> RequestCache | SharedRequestCache:
+    """A `.sqlite` file path opens the SQLite cache; a folder or a URL opens the shared one."""
+    if not is_url(location) and str(location).endswith((".sqlite", ".db")):
+        return RequestCache(location)
+    return SharedRequestCache(location)
 
 
 class _InFlight:

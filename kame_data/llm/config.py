@@ -51,5 +51,5 @@ def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBacken
 
         if not cfg.model:
             raise ValueError("oracle.backend.model is required for the vllm backend")
-        return VLLMBackend(cfg.model)
+        return VLLMBackend(cfg.model, meter=meter)
     raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp, openai, vllm)")

@@ -8,10 +8,9 @@ import hashlib
 import json
 import pickle
 from dataclasses import asdict, dataclass, is_dataclass
-from pathlib import Path
 from typing import Any
 
-from kame_data.atomic import atomic_path
+from kame_data.storage import Location, Storage
 
 FORMAT = "1"  # bump when record layouts change: old checkpoints are then ignored, not misread
 
@@ -40,29 +39,31 @@ class Keyed:
 
 
 class CheckpointStore:
-    """Pickled per-item results under OUT/.checkpoints/<stage>/<key[:2]>/<key>.pkl, written atomically."""
+    """Pickled per-item results under ROOT/<stage>/<key[:2]>/<key>.pkl, each written whole.
 
-    def __init__(self, root: str | Path):
-        self.root = Path(root)
+    ROOT is OUT/.checkpoints by default; a shared path or an object-store URL (`--checkpoints`)
+    lets every node of a cluster read and write the same checkpoints (kame_data/storage.py)."""
 
-    def _path(self, stage: str, key: str) -> Path:
-        return self.root / stage / key[:2] / f"{key}.pkl"
+    def __init__(self, root: Location):
+        self.storage = Storage(root)
+        self.root = self.storage.location  # what another process or node opens again
+
+    @staticmethod
+    def _rel(stage: str, key: str) -> str:
+        return f"{stage}/{key[:2]}/{key}.pkl"
 
     def get(self, stage: str, key: str) -> list | None:
-        path = self._path(stage, key)
-        try:
-            with path.open("rb") as fh:
-                return pickle.load(fh)
-        except FileNotFoundError:
+        data = self.storage.read(self._rel(stage, key))
+        if data is None:
             return None
+        try:
+            return pickle.loads(data)
         except (pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            path.unlink(missing_ok=True)  # unreadable (e.g. written by another version): recompute
+            self.storage.delete(self._rel(stage, key))  # unreadable (e.g. another version's): recompute
             return None
 
     def put(self, stage: str, key: str, outputs: list) -> None:
-        with atomic_path(self._path(stage, key)) as tmp:
-            with tmp.open("wb") as fh:
-                pickle.dump(outputs, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        self.storage.write(self._rel(stage, key), pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
 
     def _marker(self, stage: str, key: str) -> Path:
         return self.root / stage / key[:2] / f"{key}.retry"
@@ -80,5 +81,4 @@ class CheckpointStore:
         self._marker(stage, key).unlink(missing_ok=True)
 
     def count(self, stage: str) -> int:
-        d = self.root / stage
-        return sum(1 for _ in d.glob("*/*.pkl")) if d.is_dir() else 0
+        return self.storage.count(stage, ".pkl")

@@ -1,15 +1,19 @@
 """The Ray Data executor: the same steps and `apply_step` as the local executor, one
 `map_batches` per step, each step in actors that load their models once.
 
-Checkpoints and the LLM cache are the local executor's, so a shared filesystem lets the two
-executors resume each other's runs. Counts and step summaries (LLM usage) travel back through a
-small collector actor, so the manifest says the same as a local run's; the run's LLM meter lives in
-an actor of its own, so every step actor draws on one budget.
+Checkpoints and the LLM cache are the local executor's; on a cluster they live on storage every
+node sees (`--checkpoints`, `--llm-cache`: a shared path or an object-store URL), so a node that dies
+loses only its batches in flight, which Ray retries on another node and which read back whatever
+the dead node had finished. Worker nodes get this package's code and the run's environment through
+Ray's `runtime_env`. Counts and step summaries (LLM usage) travel back through a small collector
+actor pinned to the driver's node, so the manifest says the same as a local run's; the run's LLM
+meter lives in an actor of its own, so every step actor draws on one budget.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +33,9 @@ from kame_data.step import Step
 
 log = logging.getLogger(__name__)
 
+# Variables the workers inherit from the driver: kame-data's own, the thread pins, the hub caches.
+PASSED_ENV = ("KAME_DATA_", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "HF_", "OPENAI_")
+
 
 class _Collector:
     """Counts per step and the latest summary of each actor, drained by the driver."""
@@ -37,6 +44,7 @@ class _Collector:
         self.fresh: list[tuple[str, dict]] = []
         self.summaries: dict[tuple[str, str], dict] = {}
         self.error: BaseException | None = None
+        self.seen: set[tuple[str, str]] = set()  # (step, first key) of batches already counted
 
     def fail(self, error: BaseException) -> None:
         """The first step error, kept whole: Ray's own wrappers lose the exception's type."""
@@ -45,7 +53,12 @@ class _Collector:
     def first_error(self) -> BaseException | None:
         return self.error
 
-    def record(self, name: str, counts: dict, actor: str, summary: dict) -> None:
+    def record(self, name: str, counts: dict, actor: str, summary: dict, batch: str = "") -> None:
+        """A batch that Ray ran again (its node died) counts its inputs and outputs once; the work
+        it redid still counts in `computed` and `seconds`."""
+        if batch and (name, batch) in self.seen:
+            counts = {**counts, "inputs": 0, "outputs": 0}
+        self.seen.add((name, batch))
         self.fresh.append((name, counts))
         self.summaries[(name, actor)] = summary
 
@@ -87,9 +100,9 @@ class _StepActor:
                  meter):
         import uuid
 
-        from kame_data.llm.cache import RequestCache
+        from kame_data.llm.cache import open_cache
 
-        cache = RequestCache(cache_path) if cache_path else None
+        cache = open_cache(cache_path) if cache_path else None
         self.step = config.build_steps(cache, _RemoteMeter(meter, config.oracle.budget_usd))[index]
         self.key = step_key(self.step)
         self.store = CheckpointStore(store_root) if store_root else None
@@ -112,7 +125,8 @@ class _StepActor:
             # Ray Data would abort the dataset and drop finished blocks the driver has not read
             # yet: the batch yields nothing instead, and the driver stops when it reads the error.
             out, counts = [], StepCounts()
-        self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary())
+        self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary(),
+                                     keyed[0].key if keyed else "")
         return pa.table({"key": pa.array([k.key for k in out], pa.string()),
                          "blob": pa.array([pickle.dumps(k.record, protocol=pickle.HIGHEST_PROTOCOL) for k in out],
                                           pa.large_binary())})
@@ -142,8 +156,24 @@ class RayExecutor:
         if isinstance(error, BudgetExceeded):
             raise error
 
-    def __init__(self, config: RunConfig, address: str | None = None, cache_path: Path | None = None):
+    def __init__(self, config: RunConfig, address: str | None = None, cache_path: str | Path | None = None,
+                 runtime_env: dict | None = None, actors: int = 1):
         self.config, self.address, self.cache_path = config, address, cache_path
+        self.user_env = runtime_env or {}
+        self.actors = max(1, actors)  # per step; Ray Data spreads them over the nodes
+
+    def runtime_env(self) -> dict:
+        """Every Ray worker, on any node, runs this driver's kame_data code (shipped as a py_module)
+        with the run's environment variables; a user's runtime_env (pip, container, more
+        variables) is merged on top."""
+        import kame_data
+
+        env = {"py_modules": [str(Path(kame_data.__file__).resolve().parent)],
+               "env_vars": {k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)}}
+        user = dict(self.user_env)
+        env["env_vars"].update(user.pop("env_vars", {}) or {})
+        env["py_modules"] += list(user.pop("py_modules", []) or [])
+        return {**env, **user}
 
     @staticmethod
     def _cpus(step: Step) -> float:
@@ -159,16 +189,21 @@ class RayExecutor:
         except ImportError as e:
             raise RuntimeError("--executor ray needs `pip install 'ray[data]'`") from e
 
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         if not ray.is_initialized():
             # Without --ray-address, a cluster of our own ("local"), never one that happens to run here.
             ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True, **({} if self.address else {"num_cpus": 2}))
+                     ignore_reinit_error=True, runtime_env=self.runtime_env(),
+                     **({} if self.address else {"num_cpus": 2}))
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
         from kame_data.llm.accounting import Meter
 
-        collector = ray.remote(_Collector).options(num_cpus=0).remote()
-        meter = ray.remote(Meter).options(num_cpus=0).remote(self.config.oracle.budget_usd)
+        # On the driver's node: the counts must outlive any worker node.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        collector = ray.remote(_Collector).options(num_cpus=0, scheduling_strategy=here).remote()
+        meter = ray.remote(Meter).options(num_cpus=0, scheduling_strategy=here).remote(self.config.oracle.budget_usd)
         # One block per batch: blocks flow through the steps independently, so a batch that
         # finished is written even when a later one fails (budget) and memory stays per batch.
         ds = ray.data.from_arrow([pa.table({
@@ -177,9 +212,9 @@ class RayExecutor:
         }) for batch in batches])
         for index, step in enumerate(steps):
             ds = ds.map_batches(
-                _StepActor, batch_format="pyarrow", batch_size=self.config.batch_size, concurrency=1,
+                _StepActor, batch_format="pyarrow", batch_size=self.config.batch_size, concurrency=self.actors,
                 num_cpus=self._cpus(step), fn_constructor_kwargs=dict(config=self.config, index=index,
-                                                          store_root=str(store.root) if store else None,
+                                                          store_root=store.root if store else None,
                                                           cache_path=str(self.cache_path) if self.cache_path else None,
                                                           collector=collector, meter=meter))
 

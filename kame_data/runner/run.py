@@ -82,26 +82,30 @@ def _clean_partial_files(out_dir: Path) -> None:
             p.unlink(missing_ok=True)
 
 
-def _executor(name: str, config: RunConfig, address: str | None, cache_path: Path | None):
+def _executor(name: str, config: RunConfig, address: str | None, cache_path: str | None,
+              runtime_env: dict | None = None, actors: int = 1):
     if name == "local":
         from kame_data.runner.local import LocalExecutor
 
         return LocalExecutor()
     from kame_data.runner.ray_executor import RayExecutor
 
-    return RayExecutor(config, address, cache_path)
+    return RayExecutor(config, address, cache_path, runtime_env, actors)
 
 
 def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
                progress: ProgressFactory | None = None, use_cache: bool = True,
                stages: list[Step] | None = None, executor: str = "local", ray_address: str | None = None,
-               resume: bool = True, until: str | None = None) -> RunResult:
+               resume: bool = True, until: str | None = None, checkpoints: str | None = None,
+               llm_cache: str | None = None, ray_runtime_env: dict | None = None, ray_actors: int = 1) -> RunResult:
     """Run a recipe into `out_dir` (data/ shards, README.md card, manifest.json, rejects.jsonl,
     run.log, progress.json); with `until`, stop after that stage and write what it produced in a
     readable form instead (see runner/until.py).
 
     Every stage's result per item is checkpointed under OUT/.checkpoints, so a rerun after a crash
-    or kill redoes nothing that finished (`resume=False` ignores them)."""
+    or kill redoes nothing that finished (`resume=False` ignores them). `checkpoints` and `llm_cache`
+    put them, and the LLM answer cache, on storage every node of a cluster sees (a shared path or an
+    object-store URL); `ray_runtime_env` is merged into the Ray workers' runtime_env."""
     if executor not in EXECUTORS:
         raise RunError(f"unknown executor {executor!r} (available: {', '.join(EXECUTORS)})")
     if until is not None and until not in STAGES:
@@ -127,15 +131,17 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
         if use_cache:
             from kame_data.llm.cache import default_cache_path
 
-            cache_path = default_cache_path()
+            cache_path = str(llm_cache or default_cache_path())
         if stages is None:
-            from kame_data.llm.cache import RequestCache
+            from kame_data.llm.cache import open_cache
 
-            cache = RequestCache(cache_path) if cache_path else None
+            cache = open_cache(cache_path) if cache_path else None
             stages = config.build_steps(cache, config.meter())
-        store = CheckpointStore(out_dir / ".checkpoints") if resume else None
+        store = CheckpointStore(checkpoints or out_dir / ".checkpoints") if resume else None
         run = _Run(config, out_dir, progress or (lambda name, total: _NoBar()), store)
-        return run.execute(limit, stages, _executor(executor, config, ray_address, cache_path), until)
+        return run.execute(limit, stages, _executor(executor, config, ray_address, cache_path, ray_runtime_env,
+                                                    ray_actors),
+                           until)
     except BaseException as e:
         # The terminal gets one line (the CLI's); the traceback goes to run.log only.
         handler.handle(log.makeRecord(log.name, logging.ERROR, __file__, 0, "run failed: %s: %s",

@@ -44,8 +44,8 @@ def require() -> None:
 
 
 def train(*args, **kwargs):
-    """`kame_data.train.loop.train` (imported lazily)."""
+    """`kame_data.train.run.train` (imported lazily)."""
     require()
-    from kame_data.train.loop import train as _train
+    from kame_data.train.run import train as _train
 
     return _train(*args, **kwargs)

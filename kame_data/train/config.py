@@ -42,6 +42,7 @@ class DataConfig:
     eval_split: str | None = "validation"
     speakers: list[str] = field(default_factory=lambda: ["A"])  # whose voice the model learns
     max_frames: int = 128  # window length in 80 ms frames
+    groups_per_block: int = 4  # token row groups read and shuffled together (memory: one block)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class LoopConfig:
     device: str = "auto"
     threads: int | None = None  # torch CPU threads; 1 is fastest on a busy 2-core machine
     compile: bool = False  # let moshi torch.compile its kernels (GPU; slow first step)
+    parallel: str = "auto"  # under torchrun: auto (= ddp) | ddp | fsdp (shards the 7B model's state)
 
 
 @dataclass
@@ -100,7 +102,7 @@ class TrainConfig:
     def resume_hash(self) -> str:
         """What a checkpoint must agree with to be resumed exactly (logging cadence may change)."""
         d = self.to_dict()
-        for k in ("eval_every", "checkpoint_every", "keep_checkpoints", "log_every", "device", "threads"):
+        for k in ("eval_every", "checkpoint_every", "keep_checkpoints", "log_every", "device", "threads", "parallel"):
             d["train"].pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -126,10 +128,13 @@ def _check(cfg: TrainConfig, where: str) -> None:
 
     if cfg.model.preset not in ("tiny", "moshiko"):
         bad("model.preset", f"expected 'tiny' or 'moshiko', got {cfg.model.preset!r}")
+    if cfg.train.parallel not in ("auto", "ddp", "fsdp"):
+        bad("train.parallel", f"expected auto, ddp or fsdp, got {cfg.train.parallel!r}")
     if cfg.train.precision not in ("auto", "fp32", "bf16-mixed", "bf16"):
         bad("train.precision", f"expected auto, fp32, bf16-mixed or bf16, got {cfg.train.precision!r}")
     for key, v in (("train.steps", cfg.train.steps), ("train.batch_size", cfg.train.batch_size),
                    ("train.grad_accum", cfg.train.grad_accum), ("data.max_frames", cfg.data.max_frames),
+                   ("data.groups_per_block", cfg.data.groups_per_block),
                    ("train.log_every", cfg.train.log_every), ("train.eval_every", cfg.train.eval_every),
                    ("train.checkpoint_every", cfg.train.checkpoint_every)):
         if not isinstance(v, int) or v < 1:

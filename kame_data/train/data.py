@@ -5,14 +5,12 @@ n_q - dep_q codebooks (Moshi's layout: the model's voice, then the user's), plus
 that predict its replies. Dialogues longer than `max_frames` are cut into near-equal windows
 (kame_finetune splits the same way) and events go with the window they fall in.
 
-The order is a permutation per epoch drawn from (seed, epoch); the augmentation RNG is a numpy
-Generator whose state is checkpointed, so a resumed run sees exactly the batches it would have seen.
+The order of windows, their sharding over ranks and the exact resume live in `sampler.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -69,9 +67,15 @@ class Batch:
         return Batch(self.codes.to(device), self.oracle.to(device), self.ids)
 
 
-def collate(windows: list[Window], oracle_start_id: int, rng: np.random.Generator | None,
-            aug: OracleAugment, blank_oracle: bool = False, pad_id: int = TEXT_PAD_ID) -> Batch:
-    T = max(w.codes.shape[1] for w in windows)
+def collate(windows: list[Window], oracle_start_id: int,
+            rng: np.random.Generator | list[np.random.Generator] | None,
+            aug: OracleAugment, blank_oracle: bool = False, pad_id: int = TEXT_PAD_ID,
+            length: int | None = None) -> Batch:
+    """Pad to the longest window, or to `length` (a rank pads to its global batch's longest: the
+    last frame of a delayed codebook is scored only when padding follows it); `rng` is one
+    generator for the batch or one per window."""
+    rngs = rng if isinstance(rng, list) else [rng] * len(windows)
+    T = max([w.codes.shape[1] for w in windows] + [length or 0])
     K = windows[0].codes.shape[0]
     codes = np.full((len(windows), K, T), ZERO_TOKEN, dtype=np.int64)
     oracle = np.full((len(windows), T), pad_id, dtype=np.int64)
@@ -79,46 +83,5 @@ def collate(windows: list[Window], oracle_start_id: int, rng: np.random.Generato
         t = w.codes.shape[1]
         codes[i, :, :t] = w.codes
         if not blank_oracle:
-            oracle[i, :t] = oracle_frames(w.events, t, oracle_start_id, pad_id, rng, aug)
+            oracle[i, :t] = oracle_frames(w.events, t, oracle_start_id, pad_id, rngs[i], aug)
     return Batch(torch.from_numpy(codes), torch.from_numpy(oracle), [w.id for w in windows])
-
-
-class Loader:
-    """Endless batches in a seeded per-epoch order; `state()` / `load_state()` make resume exact."""
-
-    def __init__(self, windows: list[Window], batch_size: int, seed: int, oracle_start_id: int,
-                 aug: OracleAugment, blank_oracle: bool = False):
-        if not windows:
-            raise TrainError("no training windows: the training split has no dialogues")
-        self.windows, self.batch_size, self.seed = windows, batch_size, seed
-        self.oracle_start_id, self.aug, self.blank = oracle_start_id, aug, blank_oracle
-        self.epoch, self.cursor = 0, 0
-        self.rng = np.random.default_rng([seed, 1])
-        self._order = self._perm(0)
-
-    def _perm(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng([self.seed, 0, epoch]).permutation(len(self.windows))
-
-    def next_batch(self) -> Batch:
-        picked: list[Window] = []
-        while len(picked) < self.batch_size:
-            if self.cursor >= len(self._order):
-                self.epoch, self.cursor = self.epoch + 1, 0
-                self._order = self._perm(self.epoch)
-            picked.append(self.windows[int(self._order[self.cursor])])
-            self.cursor += 1
-        return collate(picked, self.oracle_start_id, self.rng, self.aug, self.blank)
-
-    def state(self) -> dict[str, Any]:
-        return {"epoch": self.epoch, "cursor": self.cursor, "rng": self.rng.bit_generator.state}
-
-    def load_state(self, st: dict[str, Any]) -> None:
-        self.epoch, self.cursor = int(st["epoch"]), int(st["cursor"])
-        self._order = self._perm(self.epoch)
-        self.rng.bit_generator.state = st["rng"]
-
-
-def eval_batches(windows: list[Window], batch_size: int, oracle_start_id: int, blank_oracle: bool = False):
-    """Every window once, in order, with the plain oracle stream (no augmentation)."""
-    for i in range(0, len(windows), batch_size):
-        yield collate(windows[i:i + batch_size], oracle_start_id, None, OracleAugment(), blank_oracle)

@@ -1,6 +1,8 @@
 """The training loop: AdamW with warm-up and cosine decay, gradient accumulation, bf16 on CUDA,
 separate text and audio loss weights, eval loss, JSONL metrics, and checkpoints that resume
-exactly (weights, optimizer, step, data position, RNG states).
+exactly (weights, optimizer, step, data position, RNG states). Under torchrun it is data parallel
+(DDP, or FSDP for the 7B model): each rank computes its slice of the global batch, and losses are
+normalised by the global batch's frame counts, so W ranks take the step one process would.
 """
 
 from __future__ import annotations
@@ -19,30 +21,19 @@ import torch
 
 from kame_data.atomic import atomic_path, write_text
 from kame_data.train import TrainError
-from kame_data.train.config import TrainConfig, load_train_config
-from kame_data.train.data import Loader, Window, eval_batches, windows_from_rows
-from kame_data.train.model import (
-    OracleLM,
-    build_model,
-    compile_context,
-    lm_kwargs_for,
-    lm_losses,
-    load_lm_state,
-)
+from kame_data.train.config import TrainConfig
+from kame_data.train import dist as dist_mod
+from kame_data.train.data import Window
+from kame_data.train.dist import Dist
+from kame_data.train.model import OracleLM, build_model, compile_context, lm_losses
+from kame_data.train.sampler import Loader, WindowSource, eval_batches
 from kame_data.train.streams import OracleAugment
-from kame_data.train.tokenize import TokenDatasetInfo, open_dataset, read_token_rows, tokenize_dataset
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str, int], Any]
 CKPT_DIR = "checkpoints"
 METRICS = "metrics.jsonl"
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -56,16 +47,18 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 
 class Trainer:
-    """Owns the model, optimizer, loader and output folder; `run()` trains to `cfg.train.steps`."""
+    """Owns the model, optimizer, loader and output folder; `run()` trains to `cfg.train.steps`.
+    Windows come as a list or as a streamed source (`sampler.TokenShards`)."""
 
-    def __init__(self, cfg: TrainConfig, out_dir: Path, train_windows: list[Window],
-                 eval_windows: list[Window] | None = None, text_vocab: int | None = None,
-                 codec_card: int | None = None):
+    def __init__(self, cfg: TrainConfig, out_dir: Path, train_windows: list[Window] | WindowSource,
+                 eval_windows: list[Window] | WindowSource | None = None, text_vocab: int | None = None,
+                 codec_card: int | None = None, dist: Dist | None = None):
         self.cfg, self.out = cfg, Path(out_dir)
         t = cfg.train
         if t.threads:
             torch.set_num_threads(t.threads)
-        self.device = resolve_device(t.device)
+        self.device = dist_mod.device_for(t.device)
+        self.dist = dist or Dist()
         precision = t.precision
         if precision == "auto":
             precision = "bf16-mixed" if self.device.type == "cuda" else "fp32"
@@ -80,21 +73,24 @@ class Trainer:
         if codec_card is not None and codec_card > lm.card:
             raise TrainError(f"the codec has {codec_card} codes per codebook but the model's card is {lm.card}")
         self.model.train()
-        decay = [p for p in self.model.parameters() if p.ndim >= 2]
-        no_decay = [p for p in self.model.parameters() if p.ndim < 2]
+        self.module = dist_mod.wrap(self.model, self.dist, self.device)  # what forward and the optimizer see
+        decay = [p for p in self.module.parameters() if p.ndim >= 2]
+        no_decay = [p for p in self.module.parameters() if p.ndim < 2]
         self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.optim.weight_decay},
                                       {"params": no_decay, "weight_decay": 0.0}],
                                      lr=cfg.optim.lr, betas=tuple(cfg.optim.betas))
         o = cfg.oracle
         self.aug = OracleAugment(o.skip_prob[0], o.skip_prob[1], o.shift_prob, tuple(o.right_shift), tuple(o.left_shift))
-        self.loader = Loader(train_windows, t.batch_size, cfg.seed, self.model.oracle_start_id, self.aug, o.blank)
+        self.loader = Loader(train_windows, t.batch_size, cfg.seed, self.model.oracle_start_id, self.aug, o.blank,
+                             self.dist.rank, self.dist.world, cfg.data.groups_per_block)
         self.eval_windows = eval_windows or []
         self.step = 0
         self._t0 = time.perf_counter()
         self._elapsed_before = 0.0
         n_params = sum(p.numel() for p in self.model.parameters())
-        log.info("model %s: %.2fM parameters on %s (%s); %d training windows, %d eval windows",
-                 cfg.model.preset, n_params / 1e6, self.device, precision, len(train_windows), len(self.eval_windows))
+        log.info("model %s: %.2fM parameters on %s (%s), %s x %d; %d token groups for training",
+                 cfg.model.preset, n_params / 1e6, self.device, precision, self.dist.parallel, self.dist.world,
+                 self.loader.source.num_groups())
 
     # ------------------------------------------------------------------------------ steps
 
@@ -104,10 +100,18 @@ class Trainer:
         return nullcontext()
 
     def _losses(self, batch) -> dict[str, torch.Tensor]:
+        """This rank's losses normalised by the global batch: `text`/`audio` to back-propagate (DDP
+        averages gradients over ranks, hence the factor world), `*_mean` the global means to log."""
         b = batch.to(self.device)
         with self._autocast(), compile_context(self.cfg.train.compile):
-            out = self.model(b.codes, b.oracle)
-        return lm_losses(out, b.codes, self.model.lm.dep_q, self.cfg.train.text_pad_weight)
+            out = self.module(b.codes, b.oracle)
+        L = lm_losses(out, b.codes, self.model.lm.dep_q, self.cfg.train.text_pad_weight)
+        d = self.dist
+        if not d.on:
+            return {**L, "text_mean": L["text"].detach(), "audio_mean": L["audio"].detach()}
+        w, n = d.sum(L["text_weight"]).clamp(min=1e-6), d.sum(L["audio_count"]).clamp(min=1)
+        return {"text": L["text_sum"] * d.world / w, "audio": L["audio_sum"] * d.world / n,
+                "text_mean": d.sum(L["text_sum"]) / w, "audio_mean": d.sum(L["audio_sum"]) / n}
 
     def train_step(self) -> dict[str, float]:
         """One optimizer step over grad_accum micro-batches; returns its metrics."""
@@ -118,16 +122,20 @@ class Trainer:
             g["lr"] = lr
         tot = {"loss": 0.0, "text_loss": 0.0, "audio_loss": 0.0}
         frames = 0
-        for _ in range(t.grad_accum):
+        for micro in range(t.grad_accum):
             batch = self.loader.next_batch()
             frames += int((batch.codes[:, 0] >= 0).sum())
-            L = self._losses(batch)
-            loss = t.text_loss_weight * L["text"] + t.audio_loss_weight * L["audio"]
-            (loss / t.grad_accum).backward()
-            tot["loss"] += loss.item() / t.grad_accum
-            tot["text_loss"] += L["text"].item() / t.grad_accum
-            tot["audio_loss"] += L["audio"].item() / t.grad_accum
-        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.optim.grad_clip or float("inf"))
+            last = micro == t.grad_accum - 1
+            with nullcontext() if last or self.dist.parallel != "ddp" else self.module.no_sync():
+                L = self._losses(batch)
+                loss = t.text_loss_weight * L["text"] + t.audio_loss_weight * L["audio"]
+                (loss / t.grad_accum).backward()
+            text, audio = L["text_mean"].item(), L["audio_mean"].item()
+            tot["loss"] += (t.text_loss_weight * text + t.audio_loss_weight * audio) / t.grad_accum
+            tot["text_loss"] += text / t.grad_accum
+            tot["audio_loss"] += audio / t.grad_accum
+        gnorm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.cfg.optim.grad_clip or float("inf"))
+        gnorm = gnorm.full_tensor() if hasattr(gnorm, "full_tensor") else gnorm  # FSDP: a DTensor
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
         self.step = step
@@ -140,19 +148,24 @@ class Trainer:
             return {}
         blank = self.cfg.oracle.blank if blank_oracle is None else blank_oracle
         self.model.eval()
-        sums = {"text": 0.0, "audio": 0.0}
-        n = 0
+        sums = torch.zeros(3, dtype=torch.float64)  # text, audio (frame-weighted), frames
+        d = self.dist
+        # FSDP ranks must run the same forwards (each gathers parameters): all evaluate everything.
+        rank, world = (0, 1) if d.parallel == "fsdp" else (d.rank, d.world)
+        per = max(1, self.cfg.train.batch_size // d.world)
         try:
-            for batch in eval_batches(self.eval_windows, self.cfg.train.batch_size, self.model.oracle_start_id, blank):
-                L = self._losses(batch)
+            for batch in eval_batches(self.eval_windows, per, self.model.oracle_start_id, blank, rank, world):
+                b = batch.to(self.device)
+                with self._autocast(), compile_context(self.cfg.train.compile):
+                    L = lm_losses(self.model(b.codes, b.oracle), b.codes, self.model.lm.dep_q,
+                                  self.cfg.train.text_pad_weight)
                 k = int((batch.codes[:, 0] >= 0).sum())  # frames, so windows weigh by length
-                sums["text"] += L["text"].item() * k
-                sums["audio"] += L["audio"].item() * k
-                n += k
+                sums += torch.tensor([L["text"].item() * k, L["audio"].item() * k, k], dtype=torch.float64)
         finally:
             self.model.train()
+        sums = d.sum(sums) if world > 1 else sums
         t = self.cfg.train
-        text, audio = sums["text"] / n, sums["audio"] / n
+        text, audio = float(sums[0] / sums[2]), float(sums[1] / sums[2])
         return {"eval_loss": t.text_loss_weight * text + t.audio_loss_weight * audio,
                 "eval_text_loss": text, "eval_audio_loss": audio}
 
@@ -166,25 +179,31 @@ class Trainer:
         return sorted(self.ckpt_dir.glob("step-*.pt"))
 
     def save_checkpoint(self) -> Path:
-        """Everything an exact resume needs, written under a temporary name then renamed."""
+        """Everything an exact resume needs, written by rank 0 under a temporary name then renamed
+        (every rank takes part in gathering the state)."""
+        model_sd, optim_sd = dist_mod.full_state(self.module, self.opt)
+        path = self.ckpt_dir / f"step-{self.step:07d}.pt"
+        if not self.dist.main:
+            self.dist.barrier()
+            return path
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         state = {
             "step": self.step,
             "resume_hash": self.cfg.resume_hash(),
             "config": self.cfg.to_dict(),
-            "model": self.model.lm_state_dict(),
-            "optim": self.opt.state_dict(),
+            "model": model_sd,
+            "optim": optim_sd,
             "loader": self.loader.state(),
             "torch_rng": torch.get_rng_state(),
             "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             "elapsed_s": self.elapsed(),
         }
-        path = self.ckpt_dir / f"step-{self.step:07d}.pt"
         with atomic_path(path) as tmp:
             torch.save(state, tmp)
         for old in self.checkpoints()[:-max(1, self.cfg.train.keep_checkpoints)]:
             old.unlink()
         log.info("checkpoint %s", path)
+        self.dist.barrier()
         return path
 
     def load_checkpoint(self, path: Path) -> None:
@@ -192,9 +211,8 @@ class Trainer:
         if state["resume_hash"] != self.cfg.resume_hash():
             raise TrainError(f"{path} was written with other training settings; keep the recipe as it was "
                              "or start over with --restart")
-        load_lm_state(self.model, {k: v.to(self.device) for k, v in state["model"].items()})
-        self.opt.load_state_dict(state["optim"])
         self.loader.load_state(state["loader"])
+        dist_mod.load_full_state(self.module, self.opt, state["model"], state["optim"])
         torch.set_rng_state(state["torch_rng"])
         if state.get("cuda_rng") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
@@ -217,6 +235,8 @@ class Trainer:
     # ------------------------------------------------------------------------------ metrics
 
     def _log_metrics(self, rec: dict[str, Any]) -> None:
+        if not self.dist.main:
+            return
         self.out.mkdir(parents=True, exist_ok=True)
         with open(self.out / METRICS, "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
@@ -224,7 +244,7 @@ class Trainer:
     def _trim_metrics(self) -> None:
         """After a resume, drop records past the checkpoint so the log reads as one run."""
         p = self.out / METRICS
-        if not p.is_file():
+        if not p.is_file() or not self.dist.main:
             return
         keep = [ln for ln in p.read_text("utf-8").splitlines() if ln.strip() and json.loads(ln)["step"] <= self.step]
         write_text(p, "".join(ln + "\n" for ln in keep))
@@ -296,70 +316,9 @@ class Trainer:
         """The trained LM with its oracle embedding as safetensors (kame_finetune's key names)."""
         from safetensors.torch import save_file
 
-        with atomic_path(path) as tmp:
-            save_file({k: v.detach().contiguous().cpu() for k, v in self.model.lm_state_dict().items()}, str(tmp))
+        model_sd, _ = dist_mod.full_state(self.module, self.opt)
+        if self.dist.main:
+            with atomic_path(path) as tmp:
+                save_file({k: v.detach().contiguous().cpu() for k, v in model_sd.items()}, str(tmp))
+        self.dist.barrier()
         return path
-
-
-def windows_for(cfg: TrainConfig, tokens: TokenDatasetInfo, split: str) -> list[Window]:
-    kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
-    rows = read_token_rows(tokens.files(split))
-    return windows_from_rows(rows, cfg.data.speakers, kw["n_q"], kw["dep_q"], cfg.data.max_frames)
-
-
-@dataclass
-class TrainResult:
-    out: Path
-    tokens: Path
-    steps: int
-    resumed_from: int
-    last: dict[str, Any] = field(default_factory=dict)
-    eval: dict[str, Any] = field(default_factory=dict)
-    weights: Path | None = None
-    seconds: float = 0.0
-
-
-def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = None, *, max_steps: int | None = None,
-          restart: bool = False, progress: Progress | None = None) -> TrainResult:
-    """Tokenise `dataset` (a `kame-data run` output) into OUT/tokens, then train into OUT:
-    OUT/metrics.jsonl, OUT/checkpoints/, OUT/model.safetensors, OUT/train.log. A run whose
-    checkpoints exist resumes from the latest unless `restart`."""
-    t0 = time.perf_counter()
-    cfg = recipe if isinstance(recipe, TrainConfig) else load_train_config(recipe)
-    if max_steps is not None:
-        cfg.train.steps = max_steps
-    dataset = Path(dataset)
-    open_dataset(dataset)  # a clear error before anything is written
-    out = Path(out) if out is not None else Path("out") / "train" / cfg.name
-    if restart:
-        shutil.rmtree(out / CKPT_DIR, ignore_errors=True)
-        (out / METRICS).unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(out / "train.log", encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(logging.INFO)
-    root = logging.getLogger("kame_data")
-    old_level = root.level
-    root.addHandler(handler)
-    if root.getEffectiveLevel() > logging.INFO:
-        root.setLevel(logging.INFO)
-    try:
-        if cfg.train.threads:
-            torch.set_num_threads(cfg.train.threads)
-        tokens = tokenize_dataset(dataset, out / "tokens", cfg, progress)
-        train_w = windows_for(cfg, tokens, cfg.data.train_split)
-        eval_w = windows_for(cfg, tokens, cfg.data.eval_split) if cfg.data.eval_split in tokens.meta["splits"] else []
-        if cfg.data.eval_split and not eval_w:
-            log.warning("no '%s' split in %s: training without eval loss", cfg.data.eval_split, dataset)
-        trainer = Trainer(cfg, out, train_w, eval_w, text_vocab=tokens.text_card, codec_card=tokens.meta["codec"]["card"])
-        resumed = trainer.step if trainer.resume_latest() else 0
-        recs = trainer.run(progress=progress)
-        weights = trainer.export(out / "model.safetensors")
-        ev = trainer.evaluate() if eval_w else {}
-        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2), "utf-8")
-        return TrainResult(out, tokens.path, trainer.step, resumed, recs[-1] if recs else {}, ev, weights,
-                           time.perf_counter() - t0)
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()

@@ -177,15 +177,20 @@ def lm_losses(out: LMOutput, codes: torch.Tensor, dep_q: int, text_pad_weight: f
             is_pad |= text_target == p
         w = torch.where(is_pad, torch.full_like(w, text_pad_weight), w)
     w = w * tmask
-    text_loss = (per_frame * w).sum() / w.sum().clamp(min=1e-6)
+    text_sum, text_weight = (per_frame * w).sum(), w.sum()
+    text_loss = text_sum / text_weight.clamp(min=1e-6)
 
     logits = out.logits.float()  # [B, dep_q, T, card]
     target = codes[:, 1:1 + dep_q]
     amask = out.mask & (target >= 0)
     C = logits.shape[-1]
-    a = F.cross_entropy(logits[amask].reshape(-1, C), target[amask].reshape(-1)) if amask.any() \
-        else logits.sum() * 0.0
-    return {"text": text_loss, "audio": a, "text_per_frame": per_frame, "text_mask": tmask}
+    a_sum = F.cross_entropy(logits[amask].reshape(-1, C), target[amask].reshape(-1), reduction="sum") \
+        if amask.any() else logits.sum() * 0.0
+    a_count = amask.sum()
+    # The sums and their weights let data-parallel ranks normalise by the global batch.
+    return {"text": text_loss, "audio": a_sum / a_count.clamp(min=1), "text_per_frame": per_frame,
+            "text_mask": tmask, "text_sum": text_sum, "text_weight": text_weight, "audio_sum": a_sum,
+            "audio_count": a_count}
 
 
 def compile_context(enabled: bool):

@@ -49,6 +49,7 @@ NUM_CODEBOOKS = 8
 TOKENIZER_FILE = "tokenizer.model"
 META_FILE = "tokens.json"
 ROWS_PER_SHARD = 256  # dialogues per token shard: a shard is built in memory
+ROWS_PER_GROUP = 16  # dialogues per Parquet row group: what the streaming loader reads at once
 
 
 def token_schema() -> pa.Schema:
@@ -292,7 +293,7 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
         def flush() -> None:
             name = names[len(written)]
             with atomic_path(out / name) as tmp:
-                pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+                pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, row_group_size=ROWS_PER_GROUP)
             written.append(name)
             rows.clear()
 

@@ -1,0 +1,152 @@
+"""Per-stage rates for `kame-data plan`'s wall-time projection, measured through `kame-data run`.
+
+Rates are CPU seconds, not wall seconds, so a machine shared with other work still gives the cost
+in core-seconds: the CPU time of the run's whole process tree (the CLI and every process under it,
+sampled with psutil). Each rate is a slope between a small and a larger run of the same recipe,
+so start-up and model loading drop out:
+
+- speech (`--until speak`, one engine for both voices, `speak.workers: 1`): core-seconds per second
+  of audio for piper, espeak and hibari (hibari's Whisper aligner included), and Whisper QA (espeak
+  with QA on minus espeak without); template scripts (`--until script`): core-seconds per dialogue;
+- the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (max_tokens 48, the
+  oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
+- the Parquet writer (a full run minus the same run `--until oracle`): seconds per second of audio,
+  on the driver's one core.
+
+Oracle calls of the other runs go to a loopback OpenAI server with no latency.
+
+    python benchmarks/calibrate.py [--items 2 8] [--write]   # --write: into kame_data/calibration.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.loopback_server import LoopbackServer  # noqa: E402
+
+GSM8K = ROOT / "tests" / "data" / "sources" / "gsm8k_test_200.jsonl"
+CLI = [sys.executable, "-m", "kame_data.cli.main"]
+VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "voice": "joe", "length_scale": 1.1}),
+          "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
+          "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1})}
+LLAMA = {"kind": "llamacpp", "threads": 1, "max_tokens": 48, "temperature": 0.7}
+
+
+def tree_cpu(proc: subprocess.Popen, interval: float = 0.1) -> float:
+    """CPU seconds (user + system) of a process and all its descendants until it exits: the
+    latest reading of each process, summed."""
+    seen: dict[int, float] = {}
+    root = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            break
+        for p in procs:
+            try:
+                t = p.cpu_times()
+                seen[p.pid] = t.user + t.system
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                pass
+        time.sleep(interval)
+    return sum(seen.values())
+
+
+def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dict | None = None,
+        until: str | None = None) -> dict:
+    """One `kame-data run`: its CPU seconds, audio seconds, dialogues and manifest (full runs)."""
+    raw = {"name": name, "seed": 11, "sources": [{"kind": "gsm8k", "path": str(GSM8K), "limit": items}],
+           "speak": {**speak, "workers": 1}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4}
+    if script:
+        raw["script"] = script
+    recipe = tmp / f"{name}-{items}.yaml"
+    recipe.write_text(yaml.safe_dump(raw), "utf-8")
+    out = tmp / f"{name}-{items}"
+    proc = subprocess.Popen(CLI + ["run", str(recipe), "--out", str(out), "-q", "--no-cache"]
+                            + (["--until", until] if until else []),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    cpu = tree_cpu(proc)
+    err = proc.stderr.read()
+    if proc.returncode:
+        raise SystemExit(f"{name}: kame-data run failed\n{err[-3000:]}")
+    res = {"cpu": cpu, "manifest": {}}
+    if until:
+        files = {"script": "scripts.jsonl", "speak": "rendered.jsonl", "oracle": "samples.jsonl"}
+        recs = [json.loads(x) for x in (out / files[until]).open()]
+        res.update(dialogues=len(recs), audio=sum(r.get("duration", 0.0) for r in recs))
+    else:
+        m = res["manifest"] = json.loads((out / "manifest.json").read_text("utf-8"))
+        res.update(dialogues=m["counts"]["samples"], audio=m["audio_hours"] * 3600)
+    print(f"  {name:<12} {items:>2} items: {res['dialogues']:>2} dialogues, {res['audio']:6.1f} s audio, "
+          f"{cpu:7.1f} CPU s", flush=True)
+    return res
+
+
+def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:
+    return (large[what] - small[what]) / max(1e-9, large[key] - small[key])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
+    ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
+    args = ap.parse_args()
+    n1, n2 = args.items
+    espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
+    with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
+        tmp = Path(d)
+        loop = {"interval": 0.5, "backend": {"kind": "openai", "model": "loopback", "base_url": srv.base_url,
+                                             "concurrency": 64}}
+        speech = {}
+        for engine, (a, b) in VOICES.items():
+            speech[engine] = slope(*(run(tmp, engine, n, {"assistant": a, "user": b}, loop, until="speak")
+                                     for n in (n1, n2)), "audio")
+        qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
+                           for n in (n1, n2)), "audio")
+        script = slope(*(run(tmp, "script", n, espeak, loop, until="script") for n in (n1, n2)), "dialogues")
+        full, no_write = (run(tmp, name, n2, espeak, loop, until=u) for name, u in (("full", None),
+                                                                                    ("until-oracle", "oracle")))
+        # One dialogue, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone.
+        o1, o2 = (run(tmp, f"llm-oracle-{iv}", 1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
+        oracle_call = (o2["cpu"] - o1["cpu"]) / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"])
+        s1, s2 = (run(tmp, "llm-script", n, espeak, loop, {"style": "llm", "llm": {"backend": LLAMA}})
+                  for n in (1, 3))
+        calls = s2["manifest"]["llm_script"]["calls"] - s1["manifest"]["llm_script"]["calls"]
+        # Minus the speech of the extra dialogues (espeak) and their template-rate share.
+        rewrite = (s2["cpu"] - s1["cpu"] - speech["espeak"] * (s2["audio"] - s1["audio"])) / max(1, calls)
+    cal = {
+        "measured": datetime.date.today().isoformat(),
+        "machine": f"{os.cpu_count()} cores, CPU seconds of each run's process tree",
+        "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
+        "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
+        "qa_core_s_per_audio_s": round(max(qa_total - speech["espeak"], 0.0), 4),
+        "script_template_core_s_per_dialogue": round(max(script, 0.0), 4),
+        "write_s_per_audio_s": round(max(full["cpu"] - no_write["cpu"], 0.0) / full["audio"], 5),
+        "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
+                                "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
+                     "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls}},
+    }
+    print(json.dumps(cal, indent=2))
+    if args.write:
+        path = ROOT / "kame_data" / "calibration.json"
+        path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Wall time and machine cost of a planned run on given resources, from per-stage rates measured
+on a real machine (`benchmarks/calibrate.py`, stored as `kame_data/calibration.json`).
+
+The pipeline overlaps its steps, so a run takes as long as its busiest resource: the CPU stages
+(script, speech, an embedded LLM) share the cores of every node; the writer runs in the driver on
+one core; a GPU or API backend is bound by its own throughput. Each stage's wall time is what it
+would take alone on its resource; the total is the largest resource's time, and that resource's
+biggest stage is the one that bounds the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+CALIBRATION = "calibration.json"
+
+
+def load_calibration(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """The rates measured by benchmarks/calibrate.py: a given file, else the bundled one."""
+    if path is not None:
+        return json.loads(Path(path).read_text("utf-8"))
+    return json.loads(resources.files("kame_data").joinpath(CALIBRATION).read_text("utf-8"))
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the run gets: per node `cores` and `gpus`, on `nodes` nodes; an LLM service's measured
+    throughput (tokens/s, prompt and output together) where the backend is not embedded."""
+
+    cores: int = 2
+    gpus: int = 0
+    nodes: int = 1
+    llm_tokens_per_s: float | None = None
+    usd_per_core_hour: float = 0.0
+    usd_per_gpu_hour: float = 0.0
+
+    @property
+    def total_cores(self) -> int:
+        return max(1, self.cores) * max(1, self.nodes)
+
+    @property
+    def total_gpus(self) -> int:
+        return max(0, self.gpus) * max(1, self.nodes)
+
+
+@dataclass
+class StageTime:
+    stage: str
+    resource: str  # cpu | driver | gpu | api
+    work: float | None  # core-seconds (cpu, driver) or seconds of the service (gpu, api); None: unknown
+    wall_s: float | None  # alone on its resource
+    basis: str  # where the figure comes from
+
+
+@dataclass
+class Projection:
+    resources: Resources
+    stages: list[StageTime] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def resource_wall(self) -> dict[str, float | None]:
+        """Seconds each resource is busy: CPU stages add up on the shared cores."""
+        out: dict[str, float | None] = {}
+        for s in self.stages:
+            key = s.resource if s.resource != "api" else f"api:{s.stage}"
+            if s.wall_s is None:
+                out[key] = None
+            elif key in out:
+                out[key] = None if out[key] is None else out[key] + s.wall_s
+            else:
+                out[key] = s.wall_s
+        return out
+
+    @property
+    def total_s(self) -> float | None:
+        walls = self.resource_wall().values()
+        return None if any(w is None for w in walls) else max(walls, default=0.0)
+
+    @property
+    def bounding(self) -> StageTime | None:
+        walls = self.resource_wall()
+        known = {k: v for k, v in walls.items() if v is not None}
+        if not known:
+            return None
+        top = max(known, key=known.get)
+        pool = [s for s in self.stages if (s.resource if s.resource != "api" else f"api:{s.stage}") == top]
+        return max(pool, key=lambda s: s.wall_s or 0.0)
+
+    def machine_cost(self) -> float | None:
+        total = self.total_s
+        if total is None:
+            return None
+        r = self.resources
+        return total / 3600 * (r.total_cores * r.usd_per_core_hour + r.total_gpus * r.usd_per_gpu_hour)
+
+    def to_dict(self) -> dict[str, Any]:
+        b = self.bounding
+        return {"resources": self.resources.__dict__, "total_s": self.total_s,
+                "bounding_stage": b.stage if b else None, "machine_cost_usd": self.machine_cost(),
+                "stages": [s.__dict__ for s in self.stages], "notes": list(self.notes)}
+
+
+def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, res: Resources,
+               notes: list[str]) -> StageTime:
+    """An LLM stage on its backend: the embedded model costs measured core-seconds per call; a
+    service (openai, vllm) runs at the throughput given for it."""
+    if kind == "llamacpp":
+        rate = cal["llamacpp"][stage]["core_s_per_call"]
+        work = calls * rate
+        return StageTime(stage, "cpu", work, work / res.total_cores,
+                         f"embedded llama.cpp, {rate:.2f} core-s per call (calibration)")
+    if res.llm_tokens_per_s:
+        tps = res.llm_tokens_per_s
+        return StageTime(stage, "gpu" if kind == "vllm" else "api", tokens / tps, tokens / tps,
+                         f"{kind} at {tps:,.0f} tokens/s (given)")
+    if kind == "vllm" and res.total_gpus == 0:
+        notes.append(f"{stage}: the vllm backend needs GPUs (--gpus)")
+    notes.append(f"{stage}: the {kind} backend's throughput is not measured here: give --llm-tokens-per-s "
+                 "(benchmarks/gpu_check.py prints it for vLLM on a GPU)")
+    return StageTime(stage, "gpu" if kind == "vllm" else "api", None, None, f"{kind}: throughput unknown")
+
+
+def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: bool,
+            res: Resources, cal: dict[str, Any]) -> Projection:
+    """`role_seconds`: seconds of speech per engine name over the whole run; `llm`: per LLM stage
+    its backend kind, calls and tokens (only stages that call an LLM)."""
+    p = Projection(res)
+    audio_s = sum(role_seconds.values())
+    speak = sum(secs * cal["speak_core_s_per_audio_s"][engine] for engine, secs in role_seconds.items())
+    script_work = dialogues * cal["script_template_core_s_per_dialogue"]
+    p.stages.append(StageTime("script", "cpu", script_work, script_work / res.total_cores,
+                              "template rendering (calibration)"))
+    if "script" in llm:
+        s = llm["script"]
+        p.stages.append(_llm_stage("script", s["kind"], s["calls"], s["tokens"], cal, res, p.notes))
+        p.stages[-1].stage = "script (LLM)"
+    basis = " + ".join(f"{e} {cal['speak_core_s_per_audio_s'][e]:.3f}" for e in role_seconds)
+    if qa:
+        speak += audio_s * cal["qa_core_s_per_audio_s"]
+        basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}"
+    p.stages.append(StageTime("speak", "cpu", speak, speak / res.total_cores,
+                              f"core-s per audio-s: {basis} (calibration)"))
+    if "oracle" in llm:
+        o = llm["oracle"]
+        p.stages.append(_llm_stage("oracle", o["kind"], o["calls"], o["tokens"], cal, res, p.notes))
+    write = audio_s * cal["write_s_per_audio_s"]
+    p.stages.append(StageTime("write", "driver", write, write, "Parquet shards in the driver, one core"))
+    if res.gpus and not any(s.resource == "gpu" for s in p.stages):
+        p.notes.append("no stage of this recipe uses the GPUs (the embedded llama.cpp runs on the CPU cores; "
+                       "oracle.backend.kind: vllm would)")
+    p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}); "
+                   "scaled linearly in cores and nodes")
+    return p
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def format_projection(p: Projection) -> list[str]:
+    r = p.resources
+    head = (f"wall time on {r.nodes} node{'s' * (r.nodes != 1)} x {r.cores} cores"
+            + (f" + {r.gpus} GPU{'s' * (r.gpus != 1)}" if r.gpus else "") + " (stages overlap):")
+    lines = [head, f"  {'stage':<13} {'resource':<8} {'work':>14} {'wall alone':>11}  basis"]
+    for s in p.stages:
+        unit = "core-h" if s.resource in ("cpu", "driver") else "h"
+        work = "?" if s.work is None else f"{s.work / 3600:,.1f} {unit}"
+        lines.append(f"  {s.stage:<13} {s.resource:<8} {work:>14} {format_duration(s.wall_s):>11}  {s.basis}")
+    b = p.bounding
+    lines.append(f"  total {format_duration(p.total_s)}; bounded by {b.stage if b else '?'} "
+                 f"({b.resource if b else '?'})")
+    cost = p.machine_cost()
+    if r.usd_per_core_hour or r.usd_per_gpu_hour:
+        lines.append(f"  machine cost: ${cost:,.2f}" if cost is not None else "  machine cost: ?")
+    return lines + [f"  note: {n}" for n in p.notes]

@@ -1,0 +1,81 @@
+"""`kame-data plan --cores/--gpus/--nodes`: wall time per stage from the shipped calibration, the
+stage that bounds the run, and the arithmetic behind it."""
+
+import json
+import subprocess
+
+import pytest
+
+from kame_data.plan import plan_recipe
+from kame_data.projection import Resources, load_calibration, project
+from kame_data.recipe import load_recipe
+from tests.conftest import CLI
+
+CAL = {"machine": "test", "measured": "today", "speak_core_s_per_audio_s": {"piper": 0.2, "espeak": 0.01},
+       "qa_core_s_per_audio_s": 0.1, "script_template_core_s_per_dialogue": 0.01, "write_s_per_audio_s": 0.02,
+       "llamacpp": {"oracle": {"core_s_per_call": 0.5}, "script": {"core_s_per_call": 4.0}}}
+
+
+def test_shipped_calibration_has_every_rate():
+    cal = load_calibration()
+    assert set(cal["speak_core_s_per_audio_s"]) >= {"piper", "espeak", "hibari"}
+    assert all(v > 0 for v in cal["speak_core_s_per_audio_s"].values())
+    assert cal["llamacpp"]["oracle"]["core_s_per_call"] > 0 and cal["llamacpp"]["script"]["core_s_per_call"] > 0
+    assert cal["qa_core_s_per_audio_s"] >= 0 and cal["write_s_per_audio_s"] >= 0 and "command" in cal
+
+
+def test_arithmetic_cpu_stages_share_the_cores_and_the_writer_has_one():
+    speech = {"piper": 3600.0, "espeak": 1800.0}  # seconds of audio per engine
+    llm = {"oracle": {"kind": "llamacpp", "calls": 1000, "tokens": 1e5}}
+    p = project(100, speech, llm, True, Resources(cores=4), CAL)
+    by = {s.stage: s for s in p.stages}
+    assert by["speak"].work == pytest.approx(3600 * 0.2 + 1800 * 0.01 + 5400 * 0.1)
+    assert by["speak"].wall_s == pytest.approx(by["speak"].work / 4)
+    assert by["oracle"].work == pytest.approx(500) and by["script"].work == pytest.approx(1.0)
+    assert by["write"].wall_s == pytest.approx(108.0)  # one core, whatever the cluster
+    cpu = sum(s.work for s in p.stages if s.resource == "cpu") / 4
+    assert p.total_s == pytest.approx(max(cpu, 108.0)) and p.bounding.stage == "speak"
+    wide = project(100, speech, llm, True, Resources(cores=4, nodes=8), CAL)
+    assert {s.stage: s.wall_s for s in wide.stages}["speak"] == pytest.approx(by["speak"].wall_s / 8)
+    assert wide.bounding.stage == "write"  # 32 cores: the single-core writer is the limit now
+
+
+def test_a_service_backend_runs_at_its_given_throughput_or_is_unknown():
+    speech = {"piper": 3600.0}
+    llm = {"oracle": {"kind": "vllm", "calls": 1000, "tokens": 2e6}}
+    known = project(10, speech, llm, False, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0), CAL)
+    oracle = next(s for s in known.stages if s.stage == "oracle")
+    assert (oracle.resource, oracle.wall_s) == ("gpu", pytest.approx(400.0))
+    assert known.bounding.stage == "oracle" and known.total_s == pytest.approx(400.0)
+    unknown = project(10, speech, llm, False, Resources(cores=8, gpus=1), CAL)
+    assert unknown.total_s is None and any("--llm-tokens-per-s" in n for n in unknown.notes)
+    cost = project(10, speech, llm, False, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0,
+                                                     usd_per_core_hour=0.05, usd_per_gpu_hour=3.6), CAL)
+    assert cost.machine_cost() == pytest.approx(400 / 3600 * (8 * 0.05 + 3.6))
+
+
+def test_paper_plan_on_more_cores_takes_less_time():
+    plan = plan_recipe(load_recipe("kame_paper"))
+    assert set(plan.speech_seconds) == {"piper", "espeak"}
+    assert sum(plan.speech_seconds.values()) / 3600 == pytest.approx(plan.to_dict()["totals"]["audio_hours"], rel=0.01)
+    assert plan.llm["oracle"]["calls"] == plan.to_dict()["totals"]["oracle_calls"]
+    assert plan.llm["script"]["calls"] == 56582
+    small = plan.project(Resources(cores=16, gpus=1)).total_s
+    big = plan_recipe(load_recipe("kame_paper")).project(Resources(cores=16, nodes=4)).total_s
+    assert small > big > 0
+
+
+def test_cli_prints_wall_time_per_stage_and_the_bounding_stage():
+    r = subprocess.run(CLI + ["plan", "recipes/kame_paper.yaml", "--cores", "16", "--gpus", "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "wall time on 1 node x 16 cores + 1 GPU" in out
+    for stage in ("script", "speak", "oracle", "write"):
+        assert any(line.strip().startswith(stage) for line in out.splitlines()), stage
+    total = next(line for line in out.splitlines() if line.strip().startswith("total") and "bounded by" in line)
+    assert "bounded by oracle" in total
+    j = json.loads(subprocess.run(CLI + ["plan", "kame_paper", "--cores", "16", "--nodes", "2", "--json"],
+                                  capture_output=True, text=True, timeout=120).stdout)
+    assert j["projection"]["resources"]["nodes"] == 2 and j["projection"]["bounding_stage"] == "oracle"
+    assert j["projection"]["total_s"] > 0
