@@ -4,7 +4,7 @@ vLLM pins a torch that conflicts with moshi's, so it lives in its own environmen
 
 from __future__ import annotations
 
-from kame_data.llm.accounting import Meter
+from kame_data.llm.accounting import OK, Account, BudgetExceeded, prompt_token_bound
 from kame_data.llm.base import ChatRequest, ChatResult
 
 
@@ -12,14 +12,14 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, model: str, max_model_len: int | None = 4096, gpu_memory_utilization: float = 0.85,
-                 dtype: str = "auto", meter: Meter | None = None):
+                 dtype: str = "auto", meter: Account | None = None):
         try:
             from vllm import LLM
         except ImportError as e:
             raise RuntimeError("the vllm backend needs `pip install 'kame-data[vllm]'` (a GPU environment "
                                "of its own: vLLM's torch pin conflicts with moshi's)") from e
         self.model = model
-        self.meter = meter or Meter()  # tokens in the manifest, as for the openai backend
+        self.meter = meter or Account()  # the run's meter: tokens in the manifest, the budget, as for openai
         self.llm = LLM(model=model, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                        dtype=dtype)
 
@@ -29,10 +29,27 @@ class VLLMBackend:
         if not requests:
             return []
         params = [SamplingParams(max_tokens=r.max_tokens, temperature=r.temperature, seed=r.seed) for r in requests]
-        self.meter.check()
-        outs = self.llm.chat([r.as_openai_messages() for r in requests], sampling_params=params, use_tqdm=False)
+        held = self._reserve(requests)
+        try:
+            outs = self.llm.chat([r.as_openai_messages() for r in requests], sampling_params=params, use_tqdm=False)
+        except BaseException:
+            for worst in held:
+                self.meter.release(worst)
+            raise
         results = [ChatResult(text=o.outputs[0].text, prompt_tokens=len(o.prompt_token_ids or []),
                               completion_tokens=len(o.outputs[0].token_ids)) for o in outs]
-        for r in results:
-            self.meter.add(r.prompt_tokens, r.completion_tokens)
+        for worst, r in zip(held, results):
+            self.meter.settle(worst, r.prompt_tokens, r.completion_tokens)
         return results
+
+    def _reserve(self, requests: list[ChatRequest]) -> list[int]:
+        """Hold every request's worst case before the batch runs; none held when one does not fit."""
+        held: list[int] = []
+        for r in requests:
+            worst = self.meter.worst_case(prompt_token_bound(r.messages), r.max_tokens)
+            if self.meter.reserve(worst) != OK:
+                for w in held:
+                    self.meter.release(w)
+                raise BudgetExceeded(self.meter.stop_reason())
+            held.append(worst)
+        return held
