@@ -88,7 +88,12 @@ def powers(text: str) -> str:
 
 
 def math_spans(text: str) -> str:
-    """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math."""
+    """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math.
+
+    A number alone between dollar signs (`$-5$`, `$1.3$$10^7$`) is LaTeX, never a price: two
+    spans side by side are a product ('one point three times ten to the seven')."""
+    text = re.sub(r"(?<=[\d.}])\$\$(?=\s*[-\d.\\])", r"$ \\times $", text)
+    text = re.sub(r"(?<![\w$\\])\$\s?(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s?\$(?![\d$])", r" \1 ", text)
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + _latex(m.group(1)) + " ", text, flags=re.DOTALL)
     text = re.sub(r"\\\[(.+?)\\\]|\\\((.+?)\\\)", lambda m: " " + _latex(m.group(1) or m.group(2)) + " ", text,
                   flags=re.DOTALL)
