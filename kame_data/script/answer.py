@@ -176,9 +176,11 @@ def open_target(item: SourceItem) -> Target:
 
 
 def choice_target(item: SourceItem, shown_letters: list[str]) -> Target:
-    """A multiple-choice answer as the dialogue shows it (letters relabelled by the options read)."""
+    """A multiple-choice answer as the dialogue shows it (letters relabelled by the options read;
+    none when no options are read, `mmlu_options: open`)."""
     texts = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",") if a]
     return Target(letter=" and ".join(shown_letters), text=" and ".join(t.rstrip(".") for t in texts))
+
 
 
 _FUNCTION = set("the a an of and or to in on at for is it its it's that this with by as be are was were".split())

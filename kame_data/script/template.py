@@ -169,10 +169,11 @@ class Script:
 
     turns: list[tuple[str, str]]
     target: Target
+    shown: tuple[tuple[str, str], ...] = ()  # the options read, with the letters the dialogue gives them
 
 
-def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick) -> tuple[str, str, dict] | str:
-    """(user turn, assistant answer, original letter -> shown letter) for an item with options, or
+def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick) -> tuple | str:
+    """(user turn, assistant answer, original letter -> shown letter, options read) for an item with options, or
     why it cannot be asked within `max_turn_seconds`. Options are dropped (never the answer) until
     the question with its options fits."""
     answers = item.answer_letter.split(",")
@@ -188,11 +189,16 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
         user = f"{opener}{question}"
         if seconds(user, cfg) > cfg.max_turn_seconds:
             return f"question: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
-        return user, pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip(".")), {}
+        return user, pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip(".")), {}, ()
     question = question[:-1].rstrip() if question.endswith(":") else question
     joiner = "" if question.endswith(("?", ".", "!")) else "..."
-    for k in range(n, 0, -1) if n else [0]:  # fewer options until the turn fits; one at least beside the answer
-        indices = sorted(keep + order[:k])
+    chosen = order[:n]
+    # fewer options until the turn fits, the longest dropped first; at the end the shortest other one
+    subsets = [sorted(chosen, key=lambda i: len(item.options[i]))[:k] for k in range(n, 0, -1)] or [[]]
+    if distractors:
+        subsets.append([min(distractors, key=lambda i: len(item.options[i]))])
+    for subset in subsets:
+        indices = sorted(keep + subset)
         shown = [(LETTERS[pos], _option(item.options[i], item.question)) for pos, i in enumerate(indices)]
         user = f"{opener}{question}{joiner} " + closer.format(choices=_choices(shown))
         if seconds(user, cfg) <= cfg.max_turn_seconds:
@@ -203,7 +209,7 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
     letter = " and ".join(relabel[a] for a in answers)
     said = " and ".join(_option(item.options[LETTERS.index(a)], item.question) for a in answers)
     answer = pick(_MC_ANSWERS, "answer").format(letter=letter, answer=said.rstrip("."))
-    return user, answer, relabel
+    return user, answer, relabel, tuple(shown)
 
 
 def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, str]:
@@ -241,13 +247,13 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
 
     if not item.answer:
         return Reject("script", dialogue_id, "no_reference_answer", "the item has no answer to speak (template style)")
-    steps = ""
+    steps, shown = "", ()
     if item.options:
         asked = _multiple_choice(item, cfg, rng, pick)
         if isinstance(asked, str):
             return Reject("script", dialogue_id, "too_long", asked)
-        user, answer, relabel = asked
-        target = choice_target(item, [relabel.get(a, a) for a in item.answer_letter.split(",")])
+        user, answer, relabel, shown = asked
+        target = choice_target(item, [relabel[a] for a in item.answer_letter.split(",")] if shown else [])
         why = _why(item, cfg, relabel)
     elif item.explanation:
         user, answer, steps = _word_problem(item, cfg, pick)
@@ -272,7 +278,7 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
         if seconds(text, cfg) > cfg.max_turn_seconds:
             return Reject("script", dialogue_id, "too_long",
                           f"turn {k} ({role}): about {seconds(text, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s")
-    return Script(turns, target)
+    return Script(turns, target, shown)
 
 
 def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) -> Dialogue | Reject:
@@ -291,18 +297,21 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) ->
                     variant=variant, turns=out)
 
 
-def script_item(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Dialogue | Reject:
-    """One spoken-style dialogue for `item`; deterministic in (seed, item id, variant). The
-    assistant turn is checked to carry the answer (kame_data/script/answer.py)."""
-    script = script_turns(item, variant, cfg, seed)
-    if isinstance(script, Reject):
-        return script
+def checked_dialogue(item: SourceItem, variant: int, script: Script) -> Dialogue | Reject:
+    """The template dialogue, refused `answer_lost` if its assistant turn does not carry the answer
+    (kame_data/script/answer.py; the same check as an LLM rewrite's)."""
     dialogue = to_dialogue(item, variant, script.turns)
     if isinstance(dialogue, Dialogue):
         lost = answer_lost(script.target, dialogue.turns[1].spoken)
         if lost:
             return Reject("script", dialogue.id, "answer_lost", f"template assistant turn: {lost}")
     return dialogue
+
+
+def script_item(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Dialogue | Reject:
+    """One spoken-style dialogue for `item`; deterministic in (seed, item id, variant)."""
+    script = script_turns(item, variant, cfg, seed)
+    return script if isinstance(script, Reject) else checked_dialogue(item, variant, script)
 
 
 def variant_count(item: SourceItem, cfg: ScriptConfig) -> int:

@@ -13,9 +13,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from kame_data.records import SourceItem
+from kame_data.records import LETTERS, SourceItem
 from kame_data.sources.pictures import context_reference, picture_reference
-from kame_data.text import spoken_words, to_spoken
+from kame_data.text import spoken_seconds, spoken_words, to_spoken
 
 
 class Flag(NamedTuple):
@@ -28,8 +28,9 @@ class FilterConfig:
     """The recipe's `filters:` section."""
 
     skip: tuple[str, ...] = ()  # reason codes whose filter is turned off
-    max_seconds: float = 75.0  # the user's turn (question and the options read) at `words_per_second`
-    options_read: int = 4  # options counted in that turn: the longest ones (the script reads a subset)
+    max_seconds: float = 45.0  # the shortest user turn the script could say (see too_long), at `words_per_second`
+    options_read: int = 2  # options counted in that turn: the answer and the shortest others (the script
+    # reads fewer options when a turn runs long, never fewer than the answer and one other)
     words_per_second: float = 2.6
     max_latex_commands: int = 8  # more LaTeX commands than this in an item is too much to read aloud
     max_math_symbols: int = 8  # logic / set symbols (∨ ⊃ ∀ { } < >) in the question and options
@@ -232,16 +233,15 @@ def heavy_math(item: SourceItem, cfg: FilterConfig) -> Flag | None:
 
 # ---------------------------------------------------------------- length
 
-def spoken_seconds(text: str, words_per_second: float) -> float:
-    return len(spoken_words(to_spoken(text))) / words_per_second
-
-
 def too_long(item: SourceItem, cfg: FilterConfig) -> Flag | None:
-    """A user turn too long to say in one go: the question with its longest options (an upper
-    bound of what the script reads, whatever options it picks)."""
-    first = " ".join([item.question] + sorted(item.options, key=len, reverse=True)[: cfg.options_read])
+    """A user turn too long to say in one go even at its shortest: the question with the answer
+    and the shortest other options (`options_read` in all; the script drops options, never the
+    answer, until its turn fits `script.max_turn_seconds`, so what passes here can be said)."""
+    answers = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",") if a] if item.options else []
+    others = sorted((o for o in item.options if o not in answers), key=len)
+    first = " ".join([item.question] + answers + others[: max(0, cfg.options_read - len(answers))])
     for k, text in enumerate([first] + [f.question for f in item.followups]):
-        secs = spoken_seconds(text, cfg.words_per_second)
+        secs = spoken_seconds(to_spoken(text), cfg.words_per_second)
         if secs > cfg.max_seconds:
             which = "question" if k == 0 else f"follow-up {k}"
             return Flag("too_long", f"{which}: about {secs:.0f} s spoken > {cfg.max_seconds:.0f} s")

@@ -39,7 +39,7 @@ _UNITS: dict[str, tuple[str, str]] = {
     "TB": ("terabyte", "terabytes"), "°C": ("degree Celsius", "degrees Celsius"),
     "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "°K": ("kelvin", "kelvin"), "°": ("degree", "degrees"),
     "M": ("molar", "molar"), "dB": ("decibel", "decibels"), "Å": ("angstrom", "angstroms"),
-    "pm": ("picometer", "picometers"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
+    "pm": ("picometer", "picometers"), "lbm": ("pound mass", "pounds mass"), "Btu": ("B T U", "B T U"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
     "mi/h": ("mile per hour", "miles per hour"), "ft/s": ("foot per second", "feet per second"),
 }
 # Units that are also ordinary words or letters: only taken right after a number and when no
