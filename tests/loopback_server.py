@@ -3,7 +3,9 @@
 It answers `POST /v1/chat/completions` with a short deterministic reply built from the prompt,
 so recipes, benchmarks and tests can exercise the real HTTP path of the `openai` backend
 offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies) are drawn
-from a seeded generator.
+from a seeded generator. `reply=` scripts the replies instead: a function of the request's
+messages and how many times that same conversation was asked before (a retry), e.g. to play a
+model that drops the answer the first time and keeps it the second.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 
 @dataclass
@@ -88,7 +91,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                        b'"stop", "message": {"role": "assistant", "content": ""}}]}']))
             return
         body = json.loads(raw)
-        text = reply_for(body.get("messages", []))
+        messages = body.get("messages", [])
+        text = owner.reply(messages, owner._asked(messages)) if owner.reply else reply_for(messages)
         prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
         out = {
             "id": "chatcmpl-" + hashlib.sha1(raw).hexdigest()[:12], "object": "chat.completion", "created": 0,
@@ -109,8 +113,10 @@ class LoopbackServer:
         owner: "LoopbackServer"
 
     def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0,
-                 slots: int | None = None):
+                 slots: int | None = None, reply: Callable[[list[dict], int], str] | None = None):
         self.latency = latency
+        self.reply = reply
+        self._conversations: dict[str, int] = {}
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.faults = faults or Faults()
         self._rng = random.Random(seed)
@@ -128,6 +134,14 @@ class LoopbackServer:
     def _roll(self) -> float:
         with self._lock:
             return self._rng.random()
+
+    def _asked(self, messages: list[dict]) -> int:
+        """How many times this conversation (its messages, whatever the seed) was asked before."""
+        key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            n = self._conversations.get(key, 0)
+            self._conversations[key] = n + 1
+        return n
 
     def _record(self, raw: bytes) -> None:
         with self._lock:

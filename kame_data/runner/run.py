@@ -246,6 +246,8 @@ class _Run:
             manifest["llm"] = stats.summaries["oracle"]
         if stats.summaries.get("script", {}).get("calls"):
             manifest["llm_script"] = stats.summaries["script"]
+        elif stats.summaries.get("script"):
+            manifest["script"] = stats.summaries["script"]  # answer checks of template dialogues
         if stop:
             manifest["stopped"] = stop
         validate("manifest", manifest)

@@ -102,6 +102,7 @@ def _asked_noun(question: str) -> str:
             break  # "how many cars drove through": the noun ends at its plural
     while out and out[-1].lower() == "of":
         out.pop()
+    out = [w for w in out if not re.search(r"\d", w)]  # "3 30-minute episodes" would be heard as 330
     return "" if out and out[-1].lower() in ("ones", "one", "them") else " ".join(out)
 
 

@@ -54,8 +54,9 @@ STYLES = (
     "The user is polite and a bit formal.",
     "The user is studying for an exam and wants to be sure.",
 )
-# Markup a voice cannot say and the normaliser would not make sense of: refused, not cleaned.
-_MARKUP = re.compile(r"```|</?[a-zA-Z][^>]*>|\\[a-zA-Z]+|\$\$|https?://|\[[^\]]*\]\(|^\s*\|.*\||[{}]")
+# Markup a voice cannot say and the normaliser would not make sense of (HTML, code, links, tables):
+# refused, not cleaned. Light markdown is stripped by `parse_reply`; formulas are the normaliser's.
+_MARKUP = re.compile(r"```|</?[a-zA-Z][^>]*>|https?://|\[[^\]]*\]\(|\|\s*[-:]{3,}|^\s*\|.*\|\s*$")
 
 
 def _seed(*parts: object) -> int:

@@ -186,7 +186,7 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
     question = ask(item.question)
     closer = pick(_CLOSERS, "closer")
     if cfg.mmlu_options == "open" and len(answers) == 1:
-        user = f"{opener}{question}"
+        user = _fit(opener, question, cfg)
         if seconds(user, cfg) > cfg.max_turn_seconds:
             return f"question: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
         return user, pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip(".")), {}, ()
@@ -197,10 +197,10 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
     subsets = [sorted(chosen, key=lambda i: len(item.options[i]))[:k] for k in range(n, 0, -1)] or [[]]
     if distractors:
         subsets.append([min(distractors, key=lambda i: len(item.options[i]))])
-    for subset in subsets:
+    for subset, lead in [(subset, opener) for subset in subsets] + [(subsets[-1], "")]:  # last: no opener
         indices = sorted(keep + subset)
         shown = [(LETTERS[pos], _option(item.options[i], item.question)) for pos, i in enumerate(indices)]
-        user = f"{opener}{question}{joiner} " + closer.format(choices=_choices(shown))
+        user = f"{lead}{question}{joiner} " + closer.format(choices=_choices(shown))
         if seconds(user, cfg) <= cfg.max_turn_seconds:
             break
     else:
@@ -212,12 +212,18 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
     return user, answer, relabel, tuple(shown)
 
 
+def _fit(opener: str, question: str, cfg: ScriptConfig) -> str:
+    """The question with its opener, or without it when the opener would make the turn too long."""
+    user = f"{opener}{question}"
+    return user if seconds(user, cfg) <= cfg.max_turn_seconds else question
+
+
 def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, str]:
     """(user turn, explanation, closing sentence) for an open item with a worked solution (GSM8K):
     whole sentences from the start of the solution with each calculation said as its result, then
     the answer with its unit unless the last sentence kept already says it."""
     target = open_target(item)
-    user = pick(_OPENERS, "opener") + ask(item.question)
+    user = _fit(pick(_OPENERS, "opener"), ask(item.question), cfg)
     limit = cfg.max_explanation_words
     while True:
         kept, complete = lead(item.explanation, limit)
@@ -260,7 +266,7 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
         target, why = open_target(item), steps
     else:
         target = open_target(item)
-        user, answer, why = pick(_OPENERS, "opener") + ask(item.question), _open_answer(target.text, pick), ""
+        user, answer, why = _fit(pick(_OPENERS, "opener"), ask(item.question), cfg), _open_answer(target.text, pick), ""
     turns = [(USER, user)]
     followup = bool(why) and not steps and cfg.followup_rate > 0 and rng.random() < cfg.followup_rate
     if why and not steps and not followup:  # a reason follows the answer (a worked solution already leads to it)

@@ -79,12 +79,12 @@ def _over(num: str, den: str) -> str:
 
 
 def powers(text: str) -> str:
-    text = re.sub(r"\^\s*\{?\s*2\s*\}?(?![\d.])", " squared ", text)
-    text = re.sub(r"\^\s*\{?\s*3\s*\}?(?![\d.])", " cubed ", text)
+    text = re.sub(r"\^\s*\{?\s*2\s*\}?(?!\d|\.\d)", " squared ", text)  # a full stop after it ends a sentence
+    text = re.sub(r"\^\s*\{?\s*3\s*\}?(?!\d|\.\d)", " cubed ", text)
     text = re.sub(r"\^\s*\{\s*-\s*([^{}]+)\}", r" to the minus \1 ", text)
     text = re.sub(r"\^\s*-\s*(\d+|[A-Za-z])", r" to the minus \1 ", text)
     text = re.sub(r"\^\s*\{([^{}]*)\}", r" to the \1 ", text)
-    return re.sub(r"\^\s*(\d+|[A-Za-z])", r" to the \1 ", text)
+    return re.sub(r"\^\s*(\d+(?:\.\d+)?|[A-Za-z])", r" to the \1 ", text)
 
 
 def math_spans(text: str) -> str:

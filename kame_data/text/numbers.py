@@ -113,7 +113,7 @@ def numerals(text: str) -> str:
                   lambda m: f" {say_fraction(int(m.group(1)), int(m.group(2)))} ", text)
     text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
     text = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " times ", text)
-    text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w.-])", lambda m: f"{m.group(1)} to {m.group(2)}", text)
+    text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w-]|\.\d)", lambda m: f"{m.group(1)} to {m.group(2)}", text)
     text = re.sub(rf"(?<![\w.)])-\s?({NUM})", lambda m: f" minus {say_number(m.group(1))} ", text)
     text = re.sub(rf"(?<![\d])({NUM})", lambda m: f" {say_number(m.group(0))} ", text)
     return re.sub(r"\d+", lambda m: f" {cardinal(int(m.group(0)))} ", text)  # anything left: digits one by one

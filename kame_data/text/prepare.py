@@ -71,6 +71,7 @@ def signs(text: str) -> str:
     text = re.sub(r"\bsq\.?\s?ft\b\.?", "square feet", text)
     text = re.sub(r"\\\$\s?(?=\d)", "$", text)
     text = re.sub(r"\b(at|to|of|is|be|from|and|or|by|was|were|are|about|equals?|between)\s+-\s+(?=\d)", r"\1 -", text)
+    text = re.sub(r"([,;:(])\s*-\s+(?=\d)", r"\1 -", text)  # "A, - 12.37 Btu/hr": a negative option
     return re.sub(r"^\s*-\s+(?=\d)", "-", text)
 
 
