@@ -34,7 +34,7 @@ RULES = {
         ("And we subtract 4 from each side, 3x +4 - 4 = 28 – 4.",  # GSM8K test row 167
          "And we subtract four from each side, three x plus four minus four equals twenty eight minus four."),
         ("She paid $22 – $7 = $15 less.", "She paid twenty two dollars minus seven dollars equals fifteen dollars less."),
-        ("We have 12n = 22 - 7m and", "We have twelve n equals twenty two minus seven meters and"),
+        ("We have 12n = 22 - 7m and", "We have twelve n equals twenty two minus seven m and"),  # MMLU-Pro validation
         ("the war of 1914–1918", "the war of nineteen fourteen to nineteen eighteen"),  # a range stays a range
         ("Read pages 20–25.", "Read pages twenty to twenty five."),
     ],
@@ -128,6 +128,7 @@ RULES = {
         ("The enthalpy is given in kJ/mol.", "The enthalpy is given in kilojoules per mole."),
         ("initially at $25^{\\circ} \\mathrm{C}$", "initially at twenty five degrees Celsius"),
         ("the tension in the string is mg", "the tension in the string is mg"),  # m g, a product, not milligrams
+        ("such that 7m + 12n = 22", "such that seven m plus twelve n equals twenty two"),  # m, a variable
     ],
 }
 CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]

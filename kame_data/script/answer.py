@@ -124,7 +124,8 @@ def _solution_unit(item: SourceItem) -> str:
         words = re.findall(r"[a-z]+", " ".join(item.explanation[m.end():].split()[:6]).split(".")[0].lower())
         unit: list[str] = []
         for k, word in enumerate(words[:4]):
-            known = word in UNIT_WORDS or (word not in _STOP and (word in question or singular(word) in question))
+            known = word in UNIT_WORDS or word in ("cubic", "square") or \
+                (word not in _STOP and (word in question or singular(word) in question))
             if not known:
                 break
             unit.append(word)

@@ -72,6 +72,11 @@ def units(text: str) -> str:
                 return m.group(0)  # "5 in the box"
             if _LABEL.search(m.string[: m.start()]):
                 return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
+            glued = m.string[m.start(2) - 1].isdigit()
+            if glued and len(name) == 1 and (re.match(r"\s*[-+=*/]", m.string[m.end():])
+                                             or re.search(r"(?:[-+=*/]|\b(?:minus|plus|times))\s*$",
+                                                          m.string[:m.start()])):
+                return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
