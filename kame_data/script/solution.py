@@ -86,7 +86,3 @@ def lead(explanation: str, max_words: int) -> tuple[list[str], bool]:
             break
         kept.append(s)
     return kept, len(kept) == len(said)
-
-
-def has_equation(text: str) -> bool:
-    return "=" in text
