@@ -4,8 +4,10 @@ It answers `POST /v1/chat/completions` with a short deterministic reply built fr
 so recipes, benchmarks and tests can exercise the real HTTP path of the `openai` backend
 offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies) are drawn
 from a seeded generator; `override` scripts a reply for chosen requests (a 429 on first sight, a
-failure for chosen dialogues, an error body that echoes the key). It keeps what it saw: arrival
-times, and every answer it sent with the tokens it billed.
+failure for chosen dialogues, an error body that echoes the key); `reply=` scripts the text of
+replies: a function of the request's messages and how many times that same conversation was asked
+before (a retry), e.g. to play a model that drops the answer the first time and keeps it the
+second. It keeps what it saw: arrival times, and every answer it sent with the tokens it billed.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class _Handler(BaseHTTPRequestHandler):
                                                        b'"stop", "message": {"role": "assistant", "content": ""}}]}']))
             return
         body = json.loads(raw)
-        text = reply_for(body.get("messages", []))
+        messages = body.get("messages", [])
+        text = owner.reply(messages, owner._asked(messages)) if owner.reply else reply_for(messages)
         prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
         out = {
             "id": "chatcmpl-" + hashlib.sha1(raw).hexdigest()[:12], "object": "chat.completion", "created": 0,
@@ -123,10 +126,13 @@ class LoopbackServer:
 
     def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0,
                  slots: int | None = None,
-                 override: Callable[[dict, int, dict], tuple[int, dict, dict] | None] | None = None):
+                 override: Callable[[dict, int, dict], tuple[int, dict, dict] | None] | None = None,
+                 reply: Callable[[list[dict], int], str] | None = None):
         """`override(body, seen, headers)`: (status, JSON payload, headers) to send instead of the
         usual reply, or None; `seen` counts earlier arrivals of the same body."""
         self.latency = latency
+        self.reply = reply
+        self._conversations: dict[str, int] = {}
         self.slots = threading.BoundedSemaphore(slots) if slots else None
         self.faults = faults or Faults()
         self._rng = random.Random(seed)
@@ -148,6 +154,14 @@ class LoopbackServer:
     def _roll(self) -> float:
         with self._lock:
             return self._rng.random()
+
+    def _asked(self, messages: list[dict]) -> int:
+        """How many times this conversation (its messages, whatever the seed) was asked before."""
+        key = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+        with self._lock:
+            n = self._conversations.get(key, 0)
+            self._conversations[key] = n + 1
+        return n
 
     def _record(self, raw: bytes) -> int:
         digest = hashlib.sha256(raw).hexdigest()

@@ -6,6 +6,10 @@ so Whisper's word timings no longer depend on OMP_NUM_THREADS (the old code gave
 hashes under Ray or with OMP_NUM_THREADS=1, and others without). Float kernels differ between
 CPU families (AVX-512 and AMX paths in onnxruntime, CTranslate2, llama.cpp), so whole-row hashes
 are compared on the recorded CPU kind; the scripts, voices and words said are compared everywhere.
+
+Re-recorded for issue 15 (spoken scripts): the GSM8K row's assistant turn now says each step's
+result ("The notebooks cost twelve dollars. With the pen she spends fourteen dollars.") instead of
+reading the sums and repeating the answer; the MMLU-Pro and HSSBench rows are unchanged.
 """
 
 from __future__ import annotations

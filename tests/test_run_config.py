@@ -55,7 +55,7 @@ def test_resolved_recipe_is_valid_and_stable(tmp_path):
     config = RunConfig.resolve(load_recipe("quickstart"))
     resolved = config.to_dict()
     assert resolved["oracle"]["backend"]["max_tokens"] == 48 and resolved["speak"]["sample_rate"] == 24000
-    assert resolved["filters"]["max_seconds"] == 75.0  # a default the recipe never wrote
+    assert resolved["filters"]["max_seconds"] == 45.0  # a default the recipe never wrote
     path = tmp_path / "resolved.yaml"
     path.write_text(yaml.safe_dump({**resolved, "sources": [
         {**s, "path": str(config.recipe.resolve(s["path"]))} for s in resolved["sources"]]}), "utf-8")

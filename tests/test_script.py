@@ -30,6 +30,7 @@ from kame_data.script.template import (
     clip_words,
     script_batch,
     script_item,
+    script_turns,
 )
 from kame_data.sources import load_items, load_source
 
@@ -71,7 +72,7 @@ def test_spoken_text_of_every_kept_fixture_item_is_clean(fixtures_dir, cfg):
     out = script_batch(items, cfg, seed=3)
     dialogues = [d for d in out if isinstance(d, Dialogue)]
     assert len(dialogues) > 500
-    assert {r.reason for r in out if isinstance(r, Reject)} <= {"no_reference_answer"}
+    assert {r.reason for r in out if isinstance(r, Reject)} <= {"no_reference_answer", "too_long"}
     for d in dialogues:
         validate("dialogue", d.to_dict())
         assert [t.role for t in d.turns] == [USER, ASSISTANT] * (len(d.turns) // 2)
@@ -132,8 +133,8 @@ def test_gsm8k_answer_is_a_short_explanation_ending_in_the_result(fixtures_dir):
         last = re.split(r"(?<=[.!?])\s+", answer.text)[-1]
         assert item.answer.replace(",", "") in last.replace(",", ""), (item.id, answer.text)
     janet = script_item(items[0], 0, ScriptConfig(), seed=0).turns[1]
-    assert janet.spoken.endswith("eighteen dollars.")
-    assert "sixteen minus three minus four equals nine" in janet.spoken
+    assert janet.text.endswith("Janet sells 9 duck eggs a day. She makes $18 every day at the farmer’s market.")
+    assert "nine duck eggs" in janet.spoken and "equals" not in janet.spoken  # the result, not the sum
 
 
 def test_blanks_and_clipping():
@@ -272,17 +273,20 @@ def test_llm_service_failure_is_a_transient_reject_not_the_template():
 
 
 def test_llm_prompt_and_parsing():
-    req = build_request(_mc(), 0, [(USER, "Q?"), (ASSISTANT, "It's C.")], ScriptConfig(style="llm"), seed=0)
+    cfg = ScriptConfig(style="llm", mmlu_options="all")
+    script = script_turns(_mc(), 0, cfg, seed=0)
+    req = build_request(_mc(), 0, script, cfg, seed=0)
     system, user = req.messages[0][1], req.messages[1][1]
     assert "exactly 2 lines" in system and "at most 90 words" in system and "spelled out in words" in system
     assert "Correct answer: C, The Sherman Act" in user and "F. The Glass Act" in user
     assert req.max_tokens == 400
-    other = build_request(_mc(), 1, None, ScriptConfig(style="llm"), seed=0)
+    other = build_request(_mc(), 1, None, cfg, seed=0)
     assert other.messages[1][1].splitlines()[-1] != user.splitlines()[-1]  # variants ask for different styles
-    turns = parse_reply("**USER:** Hi there,\nis it C?\nAssistant: Yes, C.\n")
-    assert turns == [(USER, "Hi there, is it C?"), (ASSISTANT, "Yes, C.")]
-    assert check_rewrite(_mc(), turns, 2, ScriptConfig(style="llm")) == ""
-    assert check_rewrite(_mc(), [(USER, "Hi?"), (ASSISTANT, "It's A.")], 2, ScriptConfig(style="llm")) == "answer_lost"
+    turns = parse_reply("**USER:** Hi there,\nis it C?\nAssistant: Yes, C, the Sherman Act.\n\nHope this helps!\n")
+    assert turns == [(USER, "Hi there, is it C?"), (ASSISTANT, "Yes, C, the Sherman Act.")]
+    assert check_rewrite(_mc(), turns, 2, cfg, script.target) == ""
+    assert check_rewrite(_mc(), [(USER, "Hi?"), (ASSISTANT, "It's A, the Clayton Act.")], 2, cfg,
+                         script.target) == "answer_lost"
 
 
 def test_llm_stage_goes_through_the_cache(tmp_path):

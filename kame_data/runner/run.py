@@ -278,6 +278,8 @@ class _Run:
             manifest["llm"] = stats.summaries["oracle"]
         if stats.summaries.get("script", {}).get("calls"):
             manifest["llm_script"] = stats.summaries["script"]
+        elif stats.summaries.get("script"):
+            manifest["script"] = stats.summaries["script"]  # answer checks of template dialogues
         manifest["llm_usage"] = llm_usage(self.config.oracle.budget_usd, stats.summaries)
         if stop:
             manifest["stopped"] = stop

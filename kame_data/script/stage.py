@@ -19,8 +19,8 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     """Template dialogues, or LLM rewrites of them (`style: llm`).
 
     In LLM mode the backend opens once (`setup`) and goes through the shared request cache, so a
-    rerun never pays twice; `stats` counts rewrites used, fallbacks to the template (by reason)
-    and rejects."""
+    rerun never pays twice; `stats` counts rewrites used, refusals and fallbacks to the template
+    (by reason) and rejects; in template mode, dialogues made and refused (`answer_lost` among them)."""
 
     name = "script"
 
@@ -69,7 +69,11 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     def process(self, batch: list[SourceItem]) -> list[Dialogue | Reject]:
         """Every item's dialogues, flattened in item order."""
         if self.cfg.style == "template":
-            return script_batch(batch, self.cfg, self.seed)
+            out = script_batch(batch, self.cfg, self.seed)
+            self.stats["template"] += sum(isinstance(d, Dialogue) for d in out)
+            self.stats["template_rejected"] += sum(isinstance(d, Reject) for d in out)
+            self.stats["answer_lost"] += sum(isinstance(d, Reject) and d.reason == "answer_lost" for d in out)
+            return out
         from kame_data.script.llm import rewrite_batch
 
         self.setup()
@@ -80,5 +84,8 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
         return out
 
     def summary(self) -> dict:
+        """Backend figures, and what became of each dialogue: template or rewrite used, refusals
+        by reason (answer lost, too long, markup, ...), retries and fallbacks."""
         summary = self.backend.summary() if self.backend is not None and hasattr(self.backend, "summary") else {}
-        return {**summary, **({"rewrites": dict(self.stats)} if self.stats else {})}
+        key = "rewrites" if self.cfg.style == "llm" else "scripts"
+        return {**summary, **({key: dict(sorted(self.stats.items()))} if self.stats else {})}

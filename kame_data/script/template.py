@@ -4,6 +4,12 @@ Every dialogue is deterministic in (seed, item id, variant). Each phrase pool is
 variant number from a per-item starting point, so the variants of one item differ in wording
 (opener, how the options are offered, how the answer and its reason are phrased), and the
 MMLU-Pro options read in `subset` mode are drawn again for each variant.
+
+A worked solution (GSM8K) is explained the way a person would: its sentences from the start, each
+calculation said as its result (kame_data/script/solution.py), and the final answer said once, with
+the unit the question asks for (kame_data/script/answer.py). Every turn fits `max_turn_seconds`: a
+user turn reads fewer options (always with the answer) until it fits, or the dialogue is refused
+`too_long`.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kame_data.llm.config import BackendConfig
 from kame_data.records import (
@@ -24,7 +30,9 @@ from kame_data.records import (
     SourceItem,
     Turn,
 )
-from kame_data.text import is_speakable, spoken_words, to_spoken
+from kame_data.script.answer import Target, answer_lost, choice_target, open_target, states
+from kame_data.script.solution import lead
+from kame_data.text import is_speakable, spoken_seconds, spoken_words, to_spoken
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,8 @@ class ScriptConfig:
     variants: int = 1  # dialogues per item, unless the source's sampling set `item.variants`
     max_explanation_words: int = 40
     followup_rate: float = 0.0  # share of dialogues whose reason comes as a follow-up ("Why is that?")
+    max_turn_seconds: float = 45.0  # every turn, estimated from its words at `words_per_second`
+    words_per_second: float = 2.6
     llm: LlmScriptConfig = field(default_factory=LlmScriptConfig)
 
 
@@ -58,8 +68,14 @@ _MC_ANSWERS = ("It's {letter}, {answer}.", "The answer is {letter}, {answer}.", 
                "That would be {letter}: {answer}.", "{letter}. {answer}.")
 _OPEN_ANSWERS = ("The answer is {answer}.", "It's {answer}.", "That would be {answer}.", "I'd say {answer}.")
 _BECAUSE = ("That's because {why}", "Here's why: {why}", "The reason is that {why}", "You see, {why}")
-_RESULTS = ("So the answer is {result}.", "That gives {result}.", "So it comes to {result}.",
-            "Which makes {result}.")
+# The last sentence of a whole worked solution, when it does not already say the answer.
+_RESULTS = ("So the answer is {result}.", "So that's {result}.", "That comes to {result}.", "So it's {result}.")
+# After a solution cut short: the answer, without pretending the steps were all said.
+_RESULTS_AFTER = ("Working it through from there, it comes to {result}.",
+                  "Carrying on like that, you end up with {result}.",
+                  "Following it through, the answer is {result}.",
+                  "In the end, that gives {result}.")
+_LEAD_INS = ("", "Let's see. ", "Okay. ", "Sure. ", "Alright. ")
 _WHY = ("Why is that?", "How do you know?", "Can you explain why?", "How did you get that?", "What's the reasoning?")
 
 
@@ -115,12 +131,15 @@ def _speakable(text: str) -> bool:
     return bool(text) and is_speakable(to_spoken(text))
 
 
-def _why(item: SourceItem, cfg: ScriptConfig) -> str:
+def _why(item: SourceItem, cfg: ScriptConfig, letters: dict[str, str] | None = None) -> str:
     """The reason to give, clipped to a spoken length; '' when there is none or it is not speakable
-    (e.g. a chain of thought full of LaTeX)."""
+    (e.g. a chain of thought full of LaTeX). Option letters it names ('(H)') are the ones the
+    dialogue shows, or dropped when that option is not read."""
     if not item.explanation:
         return ""
     why = clip_words(item.explanation, cfg.max_explanation_words)
+    if letters is not None:
+        why = re.sub(r"\(([A-J])\)", lambda m: f"({letters[m.group(1)]})" if m.group(1) in letters else "", why)
     return why if _speakable(why) and len(spoken_words(to_spoken(why))) <= 2 * cfg.max_explanation_words else ""
 
 
@@ -139,62 +158,93 @@ def _option(text: str, question: str) -> str:
     return text
 
 
-def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick) -> tuple[str, str]:
-    """(user turn, assistant answer) for an item with options."""
+def seconds(text: str, cfg: ScriptConfig) -> float:
+    """About how long display text takes to say."""
+    return spoken_seconds(to_spoken(text), cfg.words_per_second)
+
+
+@dataclass(frozen=True)
+class Script:
+    """A template dialogue's (role, display text) turns and the answer its assistant must carry."""
+
+    turns: list[tuple[str, str]]
+    target: Target
+    shown: tuple[tuple[str, str], ...] = ()  # the options read, with the letters the dialogue gives them
+
+
+def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick) -> tuple | str:
+    """(user turn, assistant answer, original letter -> shown letter, options read) for an item with options, or
+    why it cannot be asked within `max_turn_seconds`. Options are dropped (never the answer) until
+    the question with its options fits."""
     answers = item.answer_letter.split(",")
-    indices = list(range(len(item.options)))
-    if cfg.mmlu_options == "subset" and len(indices) > cfg.max_options:
-        keep = [LETTERS.index(a) for a in answers]
-        distractors = [i for i in indices if i not in keep]
-        indices = sorted(keep + rng.sample(distractors, max(0, cfg.max_options - len(keep))))
+    keep = [LETTERS.index(a) for a in answers]
+    distractors = [i for i in range(len(item.options)) if i not in keep]
+    order = rng.sample(distractors, len(distractors)) if cfg.mmlu_options == "subset" else distractors
+    n = min(len(distractors), max(0, cfg.max_options - len(keep))) if cfg.mmlu_options == "subset" \
+        else len(distractors)
     opener = pick(_OPENERS, "opener")
     question = ask(item.question)
+    closer = pick(_CLOSERS, "closer")
     if cfg.mmlu_options == "open" and len(answers) == 1:
-        return f"{opener}{question}", pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip("."))
-    shown = [(LETTERS[pos], _option(item.options[i], item.question)) for pos, i in enumerate(indices)]
-    letters = [LETTERS[indices.index(LETTERS.index(a))] for a in answers]
+        user = _fit(opener, question, cfg)
+        if seconds(user, cfg) > cfg.max_turn_seconds:
+            return f"question: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
+        return user, pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip(".")), {}, ()
     question = question[:-1].rstrip() if question.endswith(":") else question
     joiner = "" if question.endswith(("?", ".", "!")) else "..."
-    user = f"{opener}{question}{joiner} " + pick(_CLOSERS, "closer").format(choices=_choices(shown))
-    letter = " and ".join(letters)
+    chosen = order[:n]
+    # fewer options until the turn fits, the longest dropped first; at the end the shortest other one
+    subsets = [sorted(chosen, key=lambda i: len(item.options[i]))[:k] for k in range(n, 0, -1)] or [[]]
+    if distractors:
+        subsets.append([min(distractors, key=lambda i: len(item.options[i]))])
+    for subset, lead in [(subset, opener) for subset in subsets] + [(subsets[-1], "")]:  # last: no opener
+        indices = sorted(keep + subset)
+        shown = [(LETTERS[pos], _option(item.options[i], item.question)) for pos, i in enumerate(indices)]
+        user = f"{lead}{question}{joiner} " + closer.format(choices=_choices(shown))
+        if seconds(user, cfg) <= cfg.max_turn_seconds:
+            break
+    else:
+        return f"question with {len(indices)} options: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
+    relabel = {LETTERS[i]: LETTERS[pos] for pos, i in enumerate(indices)}
+    letter = " and ".join(relabel[a] for a in answers)
     said = " and ".join(_option(item.options[LETTERS.index(a)], item.question) for a in answers)
     answer = pick(_MC_ANSWERS, "answer").format(letter=letter, answer=said.rstrip("."))
-    return user, answer
+    return user, answer, relabel, tuple(shown)
 
 
-_MONEY_QUESTION = re.compile(r"\b(?:how much|cost|costs|spend|spent|pay|paid|earn|earned|make|made|save|saved|"
-                             r"price|worth|charge|owe|profit|money|pension|salary|income|wage|revenue|budget|fee|"
-                             r"bill|tip|dollars)\b", re.IGNORECASE)
-_HOW_MANY = re.compile(r"\bhow many (?:more |fewer |less |of (?:the|her|his|their) )?([a-z]+)", re.IGNORECASE)
-
-
-def result_phrase(item: SourceItem) -> str:
-    """The final answer with its unit when the question makes it clear ('18 dollars', '3 bolts')."""
-    answer = item.answer
-    q = item.question
-    if re.fullmatch(r"-?[\d,]*\.?\d+", answer):
-        if re.search(r"\bwhat percent(?:age)?\b", q, re.IGNORECASE):
-            return f"{answer}%"
-        if re.search(r"\$|\bdollars?\b", q) and _MONEY_QUESTION.search(q):
-            return f"${answer}"
-        m = _HOW_MANY.search(q)
-        if m and answer != "1" and m.group(1).endswith("s") and m.group(1).lower() not in ("times", "does", "is"):
-            return f"{answer} {m.group(1)}"
-    return answer
+def _fit(opener: str, question: str, cfg: ScriptConfig) -> str:
+    """The question with its opener, or without it when the opener would make the turn too long."""
+    user = f"{opener}{question}"
+    return user if seconds(user, cfg) <= cfg.max_turn_seconds else question
 
 
 def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, str]:
-    """(user turn, result sentence, worked steps) for an open item with a solution (GSM8K). The
-    steps kept are the last ones that fit: they are the ones that reach the result."""
-    user = pick(_OPENERS, "opener") + ask(item.question)
-    steps = clip_words(item.explanation, cfg.max_explanation_words, from_end=True)
-    if not _speakable(steps):
-        steps = ""
-    return user, pick(_RESULTS, "result").format(result=result_phrase(item)), steps
+    """(user turn, explanation, closing sentence) for an open item with a worked solution (GSM8K):
+    whole sentences from the start of the solution with each calculation said as its result, then
+    the answer with its unit unless the last sentence kept already says it."""
+    target = open_target(item)
+    user = _fit(pick(_OPENERS, "opener"), ask(item.question), cfg)
+    limit = cfg.max_explanation_words
+    while True:
+        kept, complete = lead(item.explanation, limit)
+        steps = " ".join(kept)
+        if steps and not _speakable(steps):
+            kept, complete, steps = [], False, ""
+        if complete and kept and states(target, kept[-1]):
+            closer = ""
+        elif kept:
+            closer = pick(_RESULTS if complete else _RESULTS_AFTER, "result").format(result=target.text)
+        else:
+            closer = pick(_OPEN_ANSWERS, "answer").format(answer=target.text)
+        lead_in = pick(_LEAD_INS, "lead_in") if steps else ""
+        answer = f"{lead_in}{steps} {closer}".strip()
+        if seconds(answer, cfg) <= cfg.max_turn_seconds or not kept:
+            return user, answer, steps
+        limit = max(1, limit // 2)
 
 
-def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> list[tuple[str, str]] | str:
-    """The (role, display text) turns of one template dialogue, or a reject reason."""
+def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Script | Reject:
+    """The turns of one template dialogue and the answer it carries, or a Reject."""
     dialogue_id = f"{item.id}-v{variant}"
     rng = random.Random(f"{seed}:{dialogue_id}")
 
@@ -202,29 +252,39 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
         return _rotate(pool, item.id, name, seed, variant)
 
     if not item.answer:
-        return "no_reference_answer"
-    steps = ""
+        return Reject("script", dialogue_id, "no_reference_answer", "the item has no answer to speak (template style)")
+    steps, shown = "", ()
     if item.options:
-        user, answer = _multiple_choice(item, cfg, rng, pick)
-        why = _why(item, cfg)
+        asked = _multiple_choice(item, cfg, rng, pick)
+        if isinstance(asked, str):
+            return Reject("script", dialogue_id, "too_long", asked)
+        user, answer, relabel, shown = asked
+        target = choice_target(item, [relabel[a] for a in item.answer_letter.split(",")] if shown else [])
+        why = _why(item, cfg, relabel)
     elif item.explanation:
-        user, answer, why = _word_problem(item, cfg, pick)
-        steps = why
+        user, answer, steps = _word_problem(item, cfg, pick)
+        target, why = open_target(item), steps
     else:
-        user, answer, why = pick(_OPENERS, "opener") + ask(item.question), _open_answer(item.answer, pick), ""
+        target = open_target(item)
+        user, answer, why = _fit(pick(_OPENERS, "opener"), ask(item.question), cfg), _open_answer(target.text, pick), ""
     turns = [(USER, user)]
-    followup = bool(why) and cfg.followup_rate > 0 and rng.random() < cfg.followup_rate
-    if why and not followup:
-        # a worked solution comes first and ends in the result; a reason follows the answer
-        answer = f"{steps} {answer}" if steps else answer + " " + pick(_BECAUSE, "because").format(why=_lower_first(why))
+    followup = bool(why) and not steps and cfg.followup_rate > 0 and rng.random() < cfg.followup_rate
+    if why and not steps and not followup:  # a reason follows the answer (a worked solution already leads to it)
+        with_why = answer + " " + pick(_BECAUSE, "because").format(why=_lower_first(why))
+        answer = with_why if seconds(with_why, cfg) <= cfg.max_turn_seconds else answer
     turns.append((ASSISTANT, answer))
     if followup:
         turns += [(USER, pick(_WHY, "why")), (ASSISTANT, why)]
     for k, f in enumerate(item.followups):  # MT-Bench's second turn; stops at the first without an answer
         if not f.answer:
             break
-        turns += [(USER, f.question), (ASSISTANT, _open_answer(f.answer, lambda pool, name: pick(pool, f"{name}{k}")))]
-    return turns
+        said = open_target(replace(item, question=f.question, answer=f.answer, explanation="")).text
+        turns += [(USER, f.question), (ASSISTANT, _open_answer(said, lambda pool, name: pick(pool, f"{name}{k}")))]
+    for k, (role, text) in enumerate(turns):
+        if seconds(text, cfg) > cfg.max_turn_seconds:
+            return Reject("script", dialogue_id, "too_long",
+                          f"turn {k} ({role}): about {seconds(text, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s")
+    return Script(turns, target, shown)
 
 
 def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) -> Dialogue | Reject:
@@ -243,12 +303,21 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) ->
                     variant=variant, turns=out)
 
 
+def checked_dialogue(item: SourceItem, variant: int, script: Script) -> Dialogue | Reject:
+    """The template dialogue, refused `answer_lost` if its assistant turn does not carry the answer
+    (kame_data/script/answer.py; the same check as an LLM rewrite's)."""
+    dialogue = to_dialogue(item, variant, script.turns)
+    if isinstance(dialogue, Dialogue):
+        lost = answer_lost(script.target, dialogue.turns[1].spoken)
+        if lost:
+            return Reject("script", dialogue.id, "answer_lost", f"template assistant turn: {lost}")
+    return dialogue
+
+
 def script_item(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Dialogue | Reject:
     """One spoken-style dialogue for `item`; deterministic in (seed, item id, variant)."""
-    turns = script_turns(item, variant, cfg, seed)
-    if isinstance(turns, str):
-        return Reject("script", f"{item.id}-v{variant}", turns, "the item has no answer to speak (template style)")
-    return to_dialogue(item, variant, turns)
+    script = script_turns(item, variant, cfg, seed)
+    return script if isinstance(script, Reject) else checked_dialogue(item, variant, script)
 
 
 def variant_count(item: SourceItem, cfg: ScriptConfig) -> int:
@@ -258,9 +327,3 @@ def variant_count(item: SourceItem, cfg: ScriptConfig) -> int:
 def script_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int) -> list[Dialogue | Reject]:
     """The template script stage: every item times its number of variants."""
     return [script_item(item, v, cfg, seed) for item in items for v in range(variant_count(item, cfg))]
-
-
-def say_result(item: SourceItem) -> str:
-    """The spoken form of an item's answer, used to check that a rewrite kept it."""
-    return to_spoken(result_phrase(item)) if item.answer else ""
-

@@ -13,8 +13,9 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
-from kame_data.records import SourceItem
-from kame_data.text import spoken_words, to_spoken
+from kame_data.records import LETTERS, SourceItem
+from kame_data.sources.pictures import context_reference, picture_reference
+from kame_data.text import spoken_seconds, spoken_words, to_spoken
 
 
 class Flag(NamedTuple):
@@ -27,8 +28,9 @@ class FilterConfig:
     """The recipe's `filters:` section."""
 
     skip: tuple[str, ...] = ()  # reason codes whose filter is turned off
-    max_seconds: float = 75.0  # the user's turn (question and the options read) at `words_per_second`
-    options_read: int = 4  # options counted in that turn: the longest ones (the script reads a subset)
+    max_seconds: float = 45.0  # the shortest user turn the script could say (see too_long), at `words_per_second`
+    options_read: int = 2  # options counted in that turn: the answer and the shortest others (the script
+    # reads fewer options when a turn runs long, never fewer than the answer and one other)
     words_per_second: float = 2.6
     max_latex_commands: int = 8  # more LaTeX commands than this in an item is too much to read aloud
     max_math_symbols: int = 8  # logic / set symbols (∨ ⊃ ∀ { } < >) in the question and options
@@ -107,103 +109,21 @@ def not_english(item: SourceItem, cfg: FilterConfig) -> Flag | None:
 
 # ---------------------------------------------------------------- things that need a picture or a missing text
 
-_PICTURE = (r"(?:picture|image|photo|photograph|figure|diagram|illustration|map|chart|graph|table|cartoon|comic|"
-            r"painting|drawing|sketch|poster|portrait|artwork|mural|woodcut|engraving|screenshot)s?")
-# Words that point at a picture only after "this", "the following", ...: "this scene", "this detail".
-_SHOWN = (r"(?:picture|image|photo|photograph|diagram|illustration|map|chart|graph|table|cartoon|comic|painting|"
-          r"drawing|sketch|poster|portrait|artwork|mural|woodcut|engraving|screenshot|scene|composition|detail|"
-          r"curve|sculpture|statue)s?")
-# Definite "the sketch" with nothing introducing it points at an unseen picture (tables, figures and
-# images have common other senses and need a stronger cue).
-_THE_PICTURE = (r"(?:picture|photo|photograph|diagram|illustration|map|chart|graph|cartoon|comic|painting|drawing|"
-                r"sketch|poster|portrait|artwork|mural|woodcut|engraving|screenshot)s?")
-_DEICTIC = r"(?:this|these|the following|the above|the below|the attached|the accompanying|the given)"
-_FILLER = r"(?:(?!(?:is|are|was|were|a|an|the|of|and|or|that|which|to|in|on|for)\b)[\w-]+\s+)"
-# Things shown in exam pictures that a "The following are ..." sentence names without giving them.
-_OBJECTS = r"(?:works?|coupons?|posters?|stamps?|banknotes?|trademarks?|relics?|artifacts?|photos?|maps?|paintings?)"
-_VISUAL_PATTERNS = [
-    # "in the picture", "on this map", "from the table"
-    re.compile(rf"\b(?:in|on|from|of)\s+(?:the|this|these)\s+(?:above\s+|following\s+|given\s+|attached\s+)?"
-               rf"{_PICTURE}\b", re.IGNORECASE),
-    # "this painting", "the following war film posters", "this detail"
-    re.compile(rf"\b{_DEICTIC}\s+{_FILLER}{{0,3}}?{_SHOWN}\b", re.IGNORECASE),
-    # "the table below", "the graph shows"
-    re.compile(rf"\bthe\s+{_FILLER}{{0,2}}?{_PICTURE}\s+(?:below|above|shows?|displays?|depicts?|illustrates?)\b",
-               re.IGNORECASE),
-    # "The simple sketch of a thatched pavilion", "the comic 'It's Raining'"
-    re.compile(rf"(?:^|[.?!]\s+)The\s+{_FILLER}{{0,2}}?{_THE_PICTURE}\b"),
-    re.compile(r"\b(?:a|an|the|this|these)\s+(?:political\s+)?(?:cartoon|comic)s?\b(?!\s+(?:book|relief|strip))",
-               re.IGNORECASE),
-    # "as depicted above", "pictured here"
-    re.compile(r"\b(?:shown|depicted|pictured|illustrated|displayed)\s+(?:above|below|here)\b", re.IGNORECASE),
-    # "Figure 6-3", "Table 3-4", "Diagrams A, B, and C", "the curves D and D1"
-    re.compile(r"\b(?:Figure|Fig\.|Table|Exhibit|Diagram|Chart|Graph|Map|Picture|Image|Photo)s?\s*(?:\d|[A-Z]\b)"),
-    re.compile(r"\bcurves?\s+[A-Z]\d?\b"),
-    # "Observe the ...", "Observing the dancers ...", "Read the seasonal variation curves"
-    re.compile(r"(?:^|[.?!:]\s+)(?:please\s+)?(?:observe|observing|look at|looking at|examine|examining)\b",
-               re.IGNORECASE),
-    re.compile(r"\b(?:read|see|study|analy[sz]e)\s+the\s+(?:[\w-]+\s+){0,3}?"
-               r"(?:curves?|charts?|graphs?|maps?|tables?|figures?|diagrams?|pictures?|images?)\b", re.IGNORECASE),
-    re.compile(rf"\bthe\s+following\s+(?:is|are)\s+(?:a\s+|an\s+|some\s+)?{_FILLER}{{0,3}}?{_OBJECTS}\b",
-               re.IGNORECASE),
-    # an unnamed maker of the (unseen) work: "the painter's core intention"
-    re.compile(r"\bthe\s+(?:painter|artist|sculptor|photographer|cartoonist)\b(?!\s+[A-Z])", re.IGNORECASE),
-    re.compile(r"\b(?:person|people|man|woman|figure|object|building)s?\s+on\s+the\s+(?:left|right)\b", re.IGNORECASE),
-    re.compile(r"\bthe\s+(?:red|blue|green|yellow|shaded|highlighted|marked|dotted|dashed)\s+"
-               r"(?:areas?|regions?|parts?|lines?|zones?)\b", re.IGNORECASE),
-    re.compile(r"\bthe\s+(?:thickness|size|colou?r)\s+of\s+the\s+(?:arrows?|circles?|bars?|dots?)\b", re.IGNORECASE),
-    re.compile(r"\bpayoff\s+matri(?:x|ces)\b", re.IGNORECASE),
-]
-_NOUN = re.compile(rf"{_SHOWN}\b|{_PICTURE}\b", re.IGNORECASE)
-# Graph theory, maps in the mathematical sense and images in optics are words, not pictures.
-_OTHER_SENSE = {
-    "graph": re.compile(r"\b(?:vert(?:ex|ices)|edges?|nodes?|undirected|directed|complete graph|graph G|bipartite|"
-                        r"clique|planar|tree)\b", re.IGNORECASE),
-    "map": re.compile(r"\b(?:identity map|linear map|map(?:s|ping)?\s+[A-Za-z]\b|onto|injective|surjective|"
-                      r"homomorphism)\b", re.IGNORECASE),
-    "image": re.compile(r"\b(?:lens|lenses|mirror|focal|magnif\w*|converging|diverging|real image|virtual image|"
-                        r"object distance|homomorphism|kernel|inverse image)\b", re.IGNORECASE),
-}
 # Option texts that are only marks on a picture: "①", "②—④".
 _MARKS = re.compile(r"[\s①-⑳㉑-㉟\-—–,、()]+")
 
 
-def _introduced(text: str, start: int, noun: str) -> bool:
-    """True when the noun was introduced in words before the reference ("A certain map ... this map")."""
-    stem = noun.lower().rstrip("s")
-    return re.search(rf"\b(?:a|an|one|certain|some)\s+(?:[\w-]+\s+){{0,2}}{stem}s?\b", text[:start],
-                     re.IGNORECASE) is not None
-
-
-def _not_given(text: str, end: int, min_words: int = 25) -> bool:
-    """True when, after the sentence that announces something ("the following passages ..."),
-    fewer than `min_words` words follow: the announced material is not in the text."""
-    stop = re.search(r"[.?!:\n]", text[end:])
-    rest = text[end + stop.end():] if stop else ""
-    return len(rest.split()) < min_words
-
-
 def needs_image(item: SourceItem, cfg: FilterConfig) -> Flag | None:
-    """A question that points at a picture, map, chart or table it does not contain.
+    """A question that points at a picture, map, chart or table it does not contain
+    (kame_data/sources/pictures.py says what points; a picture that is only the subject passes).
 
     HSSBench is an image benchmark: nearly every item leans on `pic_path`; those that say so
     ("the picture", "this painting", "Figure 6-3", "Observe the ...", options that are only
     marks on a map) are refused here. Items that need their picture without saying so pass."""
     for text in _texts(item):
-        for pat in _VISUAL_PATTERNS:
-            for m in pat.finditer(text):
-                phrase = " ".join(m.group(0).split()).strip(" .?!:")
-                noun = _NOUN.search(phrase)
-                word = noun.group(0).lower().rstrip("s") if noun else ""
-                if word in _OTHER_SENSE and _OTHER_SENSE[word].search(text):
-                    continue
-                if phrase.lower().endswith("figures") and not phrase.lower().startswith("in "):
-                    continue  # "one can get some idea from the figures alone": numbers, not pictures
-                if word == "table" and phrase.lower().startswith("on "):
-                    continue  # "a block resting on the table": furniture
-                if noun and _introduced(text, m.start(), noun.group(0)):
-                    continue
-                return Flag("needs_image", f"refers to {phrase!r}")
+        phrase = picture_reference(text)
+        if phrase:
+            return Flag("needs_image", f"refers to {phrase!r}")
     if item.options and all(re.fullmatch(r"\(?[A-Z]\)?\.?", o.strip()) for o in item.options):
         return Flag("needs_image", f"options are only labels: {', '.join(item.options[:4])}")
     if item.options and all(_MARKS.fullmatch(o) for o in item.options):
@@ -213,27 +133,14 @@ def needs_image(item: SourceItem, cfg: FilterConfig) -> Flag | None:
     return None
 
 
-_CONTEXT_REF = re.compile(r"\b(?:from|in|to|of|see|according to|based on)\s+(?:the\s+)?"
-                          r"(?:Documents?|Sources?|Scenario|Passages?|Excerpts?|Texts?|Materials?)\s+\d(?:[\d.]*\d)?|"
-                          r"\bQuestions?\s+\d+(?:\s*[-–]\s*\d+)?\s+refers?\s+to\b")
-_FOLLOWING = re.compile(r"(?<!of )\bthe\s+following\s*(?:[\w-]+\s+){0,2}?"
-                        r"(?:information|passages?|excerpts?|documents?|texts?|quotations?|formulas?|equations?|"
-                        r"data|materials?|matrix|matrices)\b", re.IGNORECASE)
-_FOLLOWING_ARE = re.compile(r"(?:^|[.?!]\s+)The\s+following\s+(?:[\w-]+\s+){0,3}?(?:is|are)\b")
-
-
 def needs_context(item: SourceItem, cfg: FilterConfig) -> Flag | None:
     """A question built on a passage, document, formula or list that is not in the item
     ("Questions 9-12 refer to the following information.", "According to Document 2, ...")."""
     for text in _texts(item):
-        m = _CONTEXT_REF.search(text)
-        if m:
-            return Flag("needs_context", f"refers to {' '.join(m.group(0).split())!r}")
-        for pat in (_FOLLOWING, _FOLLOWING_ARE):
-            for m in pat.finditer(text):
-                if _not_given(text, m.end()):
-                    phrase = " ".join(m.group(0).split()).strip(" .?!")
-                    return Flag("needs_context", f"{phrase!r} is not given")
+        ref = context_reference(text)
+        if ref:
+            phrase, named = ref
+            return Flag("needs_context", f"refers to {phrase!r}" if named else f"{phrase!r} is not given")
     return None
 
 
@@ -253,11 +160,26 @@ def table(item: SourceItem, cfg: FilterConfig) -> Flag | None:
 
 
 _CODE_LINE = re.compile(
-    r"^\s*(?:def |class |import |from \S+ import|#include|for\s*\(|while\s*\(|if\s*\(|else\b|return\b|"
-    r"public |private |static |int |void |float |double |char |String |var |let |const |function\b|print\(|"
-    r"printf|cout|System\.out|console\.log|[A-Za-z_]\w*\s*=\s*[^=].*;\s*$|[{}]\s*$|end\b|begin\b|PROCEDURE|REPEAT)")
-_CODE_TOKEN = re.compile(r"```|==|!=|\+\+|\+=|&&|\|\||;\s*$|\bdef\s+\w+\(|\w+\[\w*\]\s*=|\bprint\(|\breturn\s+\w",
-                         re.MULTILINE)
+    r"^\s*(?:def \w+\s*\(|from \S+ import|#include|for\s*\(|while\s*\(|if\s*\(|print\(|printf|cout|System\.out|"
+    r"console\.log|[A-Za-z_]\w*\s*=\s*[^=].*;\s*$|[{}]\s*$|PROCEDURE|REPEAT)")
+# Keywords that are also English words ("return farmland to the samurai", "class struggle",
+# "else"): a line starting with one is code only when the rest reads as code, not as words.
+_CODE_WORD = re.compile(r"^\s*(?:def|class|import|else|elif|return|public|private|static|int|void|float|double|char|"
+                        r"String|var|let|const|function|end|begin)\b(.*)$")
+_CODE_REST = re.compile(r"[;{}()\[\]=<>]|:\s*$|^\s*$")
+_CODE_NAME = re.compile(r"^\s*[\w.]+(?:\s+as\s+\w+)?\s*$")  # "return x", "import numpy as np"
+_CODE_TOKEN = re.compile(r"```|==|!=|\+\+|\+=|&&|\|\||;\s*$|\bdef\s+\w+\(|\w+\[\w*\]\s*=|\bprint\(|"
+                         r"\breturn\s+[\w.]+\s*(?:;|$|[-+*/%(\[<>=])", re.MULTILINE)
+
+
+def _code_line(line: str) -> bool:
+    if _CODE_LINE.match(line):
+        return True
+    m = _CODE_WORD.match(line)
+    if not m:
+        return False
+    return bool(_CODE_REST.search(m.group(1))) or (line.split()[0] in ("return", "import")
+                                                    and bool(_CODE_NAME.match(m.group(1))))
 
 
 def code(item: SourceItem, cfg: FilterConfig) -> Flag | None:
@@ -265,7 +187,7 @@ def code(item: SourceItem, cfg: FilterConfig) -> Flag | None:
     text = _all_text(item)
     if "```" in text:
         return Flag("code", "a fenced code block")
-    code_lines = sum(bool(_CODE_LINE.match(ln)) for ln in text.splitlines())
+    code_lines = sum(_code_line(ln) for ln in text.splitlines())
     tokens = len(_CODE_TOKEN.findall(text))
     if code_lines >= 2 or (code_lines and tokens) or tokens >= 3:
         return Flag("code", f"{code_lines} code lines, {tokens} code tokens")
@@ -311,16 +233,15 @@ def heavy_math(item: SourceItem, cfg: FilterConfig) -> Flag | None:
 
 # ---------------------------------------------------------------- length
 
-def spoken_seconds(text: str, words_per_second: float) -> float:
-    return len(spoken_words(to_spoken(text))) / words_per_second
-
-
 def too_long(item: SourceItem, cfg: FilterConfig) -> Flag | None:
-    """A user turn too long to say in one go: the question with its longest options (an upper
-    bound of what the script reads, whatever options it picks)."""
-    first = " ".join([item.question] + sorted(item.options, key=len, reverse=True)[: cfg.options_read])
+    """A user turn too long to say in one go even at its shortest: the question with the answer
+    and the shortest other options (`options_read` in all; the script drops options, never the
+    answer, until its turn fits `script.max_turn_seconds`, so what passes here can be said)."""
+    answers = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",") if a] if item.options else []
+    others = sorted((o for o in item.options if o not in answers), key=len)
+    first = " ".join([item.question] + answers + others[: max(0, cfg.options_read - len(answers))])
     for k, text in enumerate([first] + [f.question for f in item.followups]):
-        secs = spoken_seconds(text, cfg.words_per_second)
+        secs = spoken_seconds(to_spoken(text), cfg.words_per_second)
         if secs > cfg.max_seconds:
             which = "question" if k == 0 else f"follow-up {k}"
             return Flag("too_long", f"{which}: about {secs:.0f} s spoken > {cfg.max_seconds:.0f} s")

@@ -13,7 +13,7 @@ from kame_data.text.numbers import (
     say_year,
 )
 from kame_data.text.spoken import to_spoken
-from kame_data.text.tokens import UNSPEAKABLE, is_speakable, spoken_tokens, spoken_words
+from kame_data.text.tokens import UNSPEAKABLE, is_speakable, spoken_seconds, spoken_tokens, spoken_words
 
 __all__ = [
     "UNSPEAKABLE",
@@ -23,6 +23,7 @@ __all__ = [
     "say_number",
     "say_ordinal",
     "say_year",
+    "spoken_seconds",
     "spoken_tokens",
     "spoken_words",
     "to_spoken",

@@ -79,16 +79,21 @@ def _over(num: str, den: str) -> str:
 
 
 def powers(text: str) -> str:
-    text = re.sub(r"\^\s*\{?\s*2\s*\}?(?![\d.])", " squared ", text)
-    text = re.sub(r"\^\s*\{?\s*3\s*\}?(?![\d.])", " cubed ", text)
+    text = re.sub(r"\^\s*\{?\s*2\s*\}?(?!\d|\.\d)", " squared ", text)  # a full stop after it ends a sentence
+    text = re.sub(r"\^\s*\{?\s*3\s*\}?(?!\d|\.\d)", " cubed ", text)
     text = re.sub(r"\^\s*\{\s*-\s*([^{}]+)\}", r" to the minus \1 ", text)
     text = re.sub(r"\^\s*-\s*(\d+|[A-Za-z])", r" to the minus \1 ", text)
     text = re.sub(r"\^\s*\{([^{}]*)\}", r" to the \1 ", text)
-    return re.sub(r"\^\s*(\d+|[A-Za-z])", r" to the \1 ", text)
+    return re.sub(r"\^\s*(\d+(?:\.\d+)?|[A-Za-z])", r" to the \1 ", text)
 
 
 def math_spans(text: str) -> str:
-    """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math."""
+    """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math.
+
+    A number alone between dollar signs (`$-5$`, `$1.3$$10^7$`) is LaTeX, never a price: two
+    spans side by side are a product ('one point three times ten to the seven')."""
+    text = re.sub(r"(?<=[\d.}])\$\$(?=\s*[-\d.\\])", r"$ \\times $", text)
+    text = re.sub(r"(?<![\w$\\])\$\s?(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s?\$(?![\d$])", r" \1 ", text)
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + _latex(m.group(1)) + " ", text, flags=re.DOTALL)
     text = re.sub(r"\\\[(.+?)\\\]|\\\((.+?)\\\)", lambda m: " " + _latex(m.group(1) or m.group(2)) + " ", text,
                   flags=re.DOTALL)

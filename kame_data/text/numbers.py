@@ -52,8 +52,12 @@ _FRACTION_NAMES = {2: ("half", "halves"), 4: ("quarter", "quarters")}
 
 
 def say_fraction(num: int, den: int) -> str:
-    """3/8 -> 'three eighths'; 1/2 -> 'one half'; 24/2 -> 'twenty four divided by two'."""
-    if den == 0 or num >= den or den > 100:
+    """3/8 -> 'three eighths'; 1/2 -> 'one half'; 24/2 -> 'twenty four divided by two'.
+
+    The one reading of a fraction, wherever it stands (in a sum or in a sentence): a proper
+    fraction with a common denominator is named, another proper one is 'sixty over one hundred',
+    anything else is a division."""
+    if den == 0 or num >= den or not (den <= 20 or den in (32, 64) or num == 1 or (den == 100 and num < 10)):
         return f"{cardinal(num)} {'divided by' if num >= den and den else 'over'} {cardinal(den)}"
     if den in _FRACTION_NAMES:
         return f"{cardinal(num)} {_FRACTION_NAMES[den][0 if num == 1 else 1]}"
@@ -61,27 +65,55 @@ def say_fraction(num: int, den: int) -> str:
     return f"{cardinal(num)} {ordinal}{'' if num == 1 else 's'}"
 
 
+def say_mixed(whole: str, num: int, den: int) -> str:
+    """'3 1/2' -> 'three and a half'; '1 3/4' -> 'one and three quarters'."""
+    if num >= den or den > 100:
+        return f"{whole} and {say_fraction(num, den)}"
+    part = say_fraction(num, den)
+    return f"{whole} and {'a ' + part.split(' ', 1)[1] if num == 1 else part}"
+
+
+# a mixed number ('3 1/2', 'three 1/4') and a fraction written with a slash
+MIXED = r"(\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+(\d+)/(\d+)(?![\d/])"
+_FRACTION = re.compile(r"(?<![\w.])(\d+)/(\d+)(?![\d.,]\d|/)")
+
+
 def arithmetic(text: str) -> str:
-    """Chains that end in '=' ('16-3-4=9', '24/2=12', '9 * 2 = 18') are sums: read their operators."""
+    """Chains that end in '=' ('16-3-4=9', '24/2=12', '9 * 2 = 18', '3 1/2 - 2 = 1 1/2') are sums:
+    read their operators. A proper fraction or a mixed number inside is a number, not a division."""
     ops = {"+": " plus ", "-": " minus ", "*": " times ", "x": " times ", "×": " times ", "/": " divided by ",
            "÷": " divided by "}
+    term = rf"\(?\$?(?:\d+\s+\d+/\d+|\d+/\d+|{NUM})%?\)?"
 
     def chain(m: re.Match) -> str:
-        return re.sub(r"\s*([-+*x×/÷])\s*", lambda o: ops[o.group(1)], m.group(0))
+        out, pos = [], 0
+        for t in re.finditer(r"\d+\s+\d+/\d+(?![\d/])|(\d+)/(\d+)(?![\d/])", m.group(0)):
+            if t.group(1) and int(t.group(1)) >= int(t.group(2)):
+                continue  # '24/2': a division
+            out.append(_operators(m.group(0)[pos:t.start()], ops) + t.group(0))
+            pos = t.end()
+        return "".join(out) + _operators(m.group(0)[pos:], ops)
 
-    return re.sub(rf"(?<![\w.])\$?(?:{NUM})%?(?:\s*[-+*x×/÷]\s*\(?\$?(?:{NUM})%?\)?)+(?=\s*=)", chain, text)
+    text = re.sub(rf"(?<![\w.])\(?{term}(?:\s*[-+*x×/÷]\s*\(?{term}\)?)+(?=\s*\)?\s*=)", chain, text)
+    # '22 - 7m': a spaced minus between numbers, read before the units pass takes '7m' (year ranges stay)
+    return re.sub(r"(?<![\d,.])(\d+)\s+-\s+(?=(\d+)(?!\d))", lambda m: m.group(0) if
+                  all(re.fullmatch(r"1\d{3}|20\d\d", g) for g in m.groups()) else f"{m.group(1)} minus ", text)
+
+
+def _operators(text: str, ops: dict[str, str]) -> str:
+    return re.sub(r"\s*([-+*x×/÷])\s*", lambda o: ops[o.group(1)], text)
 
 
 def numerals(text: str) -> str:
     text = re.sub(rf"(?<![\w.])({NUM})\s?%", lambda m: f" {say_number(m.group(1))} percent ", text)
     text = re.sub(r"\b(\d+)\s*(st|nd|rd|th)\b", lambda m: f" {say_ordinal(int(m.group(1)))} ", text)
-    text = re.sub(r"(?<![\w.])(\d+)\s+(\d+)/(\d+)\b(?!\s*[/\d])",
-                  lambda m: f" {cardinal(int(m.group(1)))} and {say_fraction(int(m.group(2)), int(m.group(3)))} ", text)
+    text = re.sub(rf"(?<![\w.]){MIXED}",
+                  lambda m: f" {say_mixed(cardinal(int(m.group(1))) if m.group(1).isdigit() else m.group(1), int(m.group(2)), int(m.group(3)))} ", text)
     text = re.sub(r"(?<![\w.])(\d+)\s*/\s*(\d+)\b(?![.,]\d)",
                   lambda m: f" {say_fraction(int(m.group(1)), int(m.group(2)))} ", text)
     text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
     text = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " times ", text)
-    text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w.-])", lambda m: f"{m.group(1)} to {m.group(2)}", text)
+    text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w-]|\.\d)", lambda m: f"{m.group(1)} to {m.group(2)}", text)
     text = re.sub(rf"(?<![\w.)])-\s?({NUM})", lambda m: f" minus {say_number(m.group(1))} ", text)
     text = re.sub(rf"(?<![\d])({NUM})", lambda m: f" {say_number(m.group(0))} ", text)
     return re.sub(r"\d+", lambda m: f" {cardinal(int(m.group(0)))} ", text)  # anything left: digits one by one

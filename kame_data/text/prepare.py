@@ -36,8 +36,17 @@ def clean(text: str) -> str:
         text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in text)
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').replace("…", "...")
     text = text.replace("−", "-").replace("‐", "-").replace("‑", "-").replace("\u2044", "/")
-    text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\d)", " to ", text)
+    text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\$?\d)", _dash, text)
     return text.replace("–", ", ").replace("—", ", ")
+
+
+def _dash(m: re.Match) -> str:
+    """A dash between numbers: minus in a sum ('22 – 7 = 15', '= 28 – 4'), else a range ('1914–1918')."""
+    text = m.string
+    start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+    end = re.search(r"(?:[.?!](?!\d)|\n|$)", text[m.end():])
+    clause = text[start: m.end() + end.start()]
+    return " - " if "=" in clause else " to "
 
 
 def _circled(marks: str) -> str:
@@ -53,13 +62,36 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<![\\{a-z])([A-Z][a-z]?)_(\d+)(?![\d}])", r"\1\2", text)
     text = text.replace("->", " → ").replace("=>", " ⇒ ").replace("<=>", " ⇔ ")
     text = re.sub(r"\b(\d+)!(?=\s+[a-z]|\s*[,;)]|\s*$)", r"\1 factorial", text)
+    text = re.sub(r"(?<![\d.])(\d+)\((\d+)/(\d+)\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
+                  lambda m: f"{m.group(1)} {m.group(2)}/{m.group(3)}" if int(m.group(2)) < int(m.group(3))
+                  else m.group(0), text)
     text = re.sub(r"(?<![\w(])(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
     text = re.sub(r"\bet al\.'s", "and colleagues'", text)
     text = re.sub(r"\bsq\.?\s?ft\b\.?", "square feet", text)
     text = re.sub(r"\\\$\s?(?=\d)", "$", text)
     text = re.sub(r"\b(at|to|of|is|be|from|and|or|by|was|were|are|about|equals?|between)\s+-\s+(?=\d)", r"\1 -", text)
+    text = re.sub(r"([,;:(])\s*-\s+(?=\d)", r"\1 -", text)  # "A, - 12.37 Btu/hr": a negative option
     return re.sub(r"^\s*-\s+(?=\d)", "-", text)
+
+
+def products_and_rates(text: str) -> str:
+    """A slash or a bracket between quantities: '$20/hour' and '25 roses/bush' are rates ('per'),
+    '(5280 feet/1 mile)' too; '300g/5' and '$17/$8.50' are divisions; '4(100)' and '(3)(4)' are
+    products. Bare fractions ('3/4') and words ('delivery/tip') are left to later passes."""
+    text = re.sub(r"(?<=\d)\((?=\s*[\d.$])", " × (", text)
+    text = re.sub(r"(\(\s*\$?[\d.][^()]*\))\s*\((?=\s*[\d.$])", r"\1 × (", text)
+    rate = (r"(\$\s?[\d.,]*\d%?|\d%?\s*(?!(?:in|of|on|at|for|to|and|or|the|a|an|per)\b)[A-Za-z]+)"
+            r"(?:/(?:1\s+)?|\s+/\s+)([a-z]{3,})\b(?!\s+(?!(?:together|each|in|on|at|for|and|or|but|so|to|from|"
+            r"with|than|over|during|every|a|an|the|is|are|was|were|which|that|if|when|then|times|plus|minus)\b)"
+            r"[a-z]+\b)")  # not 'a delivery/tip fee': a word after it makes it a compound
+    text = re.sub(rate, lambda m: m.group(0) if m.group(2) in _UNIT_WORDS else f"{m.group(1)} per {m.group(2)}", text)
+    return re.sub(r"((?:\$\s?[\d.,]*\d|\d[\d.,]*\s*[A-Za-z]+))\s*/\s*(?=\(?\s*\$?\d)|(\d)\s*/\s*(?=\(?\s*\$\d)",
+                  lambda m: f"{m.group(1) or m.group(2)} ÷ ", text)
+
+
+# Unit symbols the units pass reads itself ('g/mol', 'km/min'), so 'per' is not put in before it.
+_UNIT_WORDS = {"mol", "mole", "min", "sec", "hr", "hrs", "cal", "kcal", "atm", "mph", "kwh"}
 
 
 def gsm8k_notes(text: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
 from kame_data.text.numbers import arithmetic, numerals
-from kame_data.text.prepare import abbreviations, clean, gsm8k_notes, signs
+from kame_data.text.prepare import abbreviations, clean, gsm8k_notes, products_and_rates, signs
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
 from kame_data.text.units import currency, units
@@ -26,6 +26,7 @@ def to_spoken(text: str) -> str:
     text = abbreviations(text)
     text = math_spans(text)
     text = powers(text)
+    text = products_and_rates(text)
     text = arithmetic(text)
     text = currency(text)
     text = dates_and_times(text)

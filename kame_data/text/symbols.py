@@ -40,7 +40,8 @@ def functions(text: str) -> str:
 
 
 def symbols(text: str) -> str:
-    text = re.sub(r"(?<![\w-])([a-z])\s?-\s?([a-z])(?![\w-])", r"\1 minus \2", text)  # x-y
+    text = re.sub(r"(?<![\w-])([a-z])\s?-\s?([a-z])(?![\w-])|(?<![\w-])([A-Z])\s-\s([A-Z])(?![\w-])",
+                  lambda m: f"{m.group(1) or m.group(3)} minus {m.group(2) or m.group(4)}", text)  # x-y, X - Y
     text = re.sub(r"(?<=\w)\s*\|\|\s*(?=\w)", " ∥ ", text)
     text = re.sub(r"(?<![\w|])\|([^|\n]{1,30})\|(?![\w|])", r" the absolute value of \1 ", text)
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)

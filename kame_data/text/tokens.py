@@ -37,6 +37,16 @@ def is_speakable(spoken: str) -> bool:
 _WORD_EDGE = re.compile(r"^[^\w']+|[^\w']+$")
 
 
+WORDS_PER_SECOND = 2.6  # a conservative speaking rate: turn lengths are bounded before any voice runs
+CHARS_PER_SECOND = 14.0  # the same for text with few, long words
+
+
+def spoken_seconds(spoken: str, words_per_second: float = WORDS_PER_SECOND) -> float:
+    """About how long spoken text takes to say (the larger of the word and character estimates)."""
+    return max(len(spoken_words(spoken)) / words_per_second,
+               len(spoken) / CHARS_PER_SECOND * WORDS_PER_SECOND / words_per_second)
+
+
 def spoken_tokens(spoken: str) -> list[tuple[str, int]]:
     """(word, character offset) for each word of spoken text; outer punctuation removed."""
     out = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from kame_data.text.numbers import NUM, cardinal, say_number
+from kame_data.text.numbers import NUM, cardinal, say_fraction, say_mixed, say_number
 
 # unit -> (singular, plural)
 _UNITS: dict[str, tuple[str, str]] = {
@@ -38,7 +38,9 @@ _UNITS: dict[str, tuple[str, str]] = {
     "KB": ("kilobyte", "kilobytes"), "MB": ("megabyte", "megabytes"), "GB": ("gigabyte", "gigabytes"),
     "TB": ("terabyte", "terabytes"), "°C": ("degree Celsius", "degrees Celsius"),
     "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "°K": ("kelvin", "kelvin"), "°": ("degree", "degrees"),
-    "M": ("molar", "molar"), "dB": ("decibel", "decibels"),
+    "M": ("molar", "molar"), "dB": ("decibel", "decibels"), "Å": ("angstrom", "angstroms"),
+    "pm": ("picometer", "picometers"), "lbm": ("pound mass", "pounds mass"), "Btu": ("B T U", "B T U"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
+    "mi/h": ("mile per hour", "miles per hour"), "ft/s": ("foot per second", "feet per second"),
 }
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
@@ -70,18 +72,55 @@ def units(text: str) -> str:
                 return m.group(0)  # "5 in the box"
             if _LABEL.search(m.string[: m.start()]):
                 return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
+            glued = m.string[m.start(2) - 1].isdigit()
+            if glued and len(name) == 1 and (re.match(r"\s*[-+=*/]", m.string[m.end():])
+                                             or re.search(r"(?:[-+=*/]|\b(?:minus|plus|times))\s*$",
+                                                          m.string[:m.start()])):
+                return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
         value = m.group(1).replace(",", "").lstrip("+")
-        words = f" {say_number(m.group(1))} {singular if value in ('1', '1.0', '-1') else plural}"
+        frac = re.fullmatch(r"(?:(\d+)\s+)?(\d+)/(\d+)", value)
+        if frac and not frac.group(1) and int(frac.group(2)) < int(frac.group(3)):  # '3/4 in.'
+            article = "an" if singular[0] in "aeiou" else "a"
+            words = f" {say_fraction(int(frac.group(2)), int(frac.group(3)))} of {article} {singular}"
+        elif frac:  # '1 1/2 in.'
+            whole = cardinal(int(frac.group(1))) if frac.group(1) else ""
+            said = say_mixed(whole, int(frac.group(2)), int(frac.group(3))) if whole else \
+                say_fraction(int(frac.group(2)), int(frac.group(3)))
+            words = f" {said} {plural}"
+        else:
+            words = f" {say_number(m.group(1))} {singular if value in ('1', '1.0', '-1') else plural}"
         if m.group(3):
             den = m.group(3)
             words += f" per {_UNITS[den][0] if den in _UNITS else den}"
         return words + " "
 
     # group 4: the full stop of an abbreviated unit inside a sentence ("100 ml. of a solution")
-    return re.sub(rf"(-?(?:{NUM}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
+    text = re.sub(rf"(?<![\d/])(-?(?:\d+\s+\d+/\d+|\d+/\d+|{NUM}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
+    return bare_units(text)
+
+
+# Unit symbols that are never words, said in full without a number: 'in °C', 'measured in Å'.
+_BARE = ("°C", "°F", "Å", "μm", "μs", "μg", "μL", "nm", "cm", "km", "kg", "kWh", "kJ", "kPa",
+         "MHz", "GHz", "kHz", "mph", "km/h", "m/s", "mi/h", "ft/s")
+
+
+def bare_units(text: str) -> str:
+    """'in km/h' -> 'in kilometers per hour', 'in °C' -> 'in degrees Celsius', 'J/mol' -> 'joules per
+    mole': a unit without a number is said in the plural; a pair of units with a slash is a rate."""
+    alt = _UNIT_ALT
+
+    def pair(m: re.Match) -> str:
+        a, b = m.group(1), m.group(2)
+        if a in _AMBIGUOUS_UNITS and b in _AMBIGUOUS_UNITS and f"{a}/{b}" not in _UNITS:
+            return m.group(0)  # "a/b", "m/n": letters, not units
+        return f" {_UNITS[a][1]} per {_UNITS[b][0]} "
+
+    text = re.sub(rf"(?<![\w/°])({alt})/({alt})(?![\w/])", pair, text)
+    bare = "|".join(re.escape(u) for u in sorted(_BARE, key=len, reverse=True))
+    return re.sub(rf"(?<![\w/])({bare})(?![\w/])", lambda m: f" {_UNITS[m.group(1)][1]} ", text)
 
 
 def _money(m: re.Match) -> str:

@@ -1,0 +1,145 @@
+"""The normaliser's rules for numbers that a person would read differently from a calculator: one
+category per rule, each with real rows of the fixtures (tests/data/sources: GSM8K test, MMLU-Pro) or
+realistic sentences in their style. Display text -> what the voice says."""
+
+import re
+
+import pytest
+
+from kame_data.text import to_spoken
+
+RULES = {
+    # a four-digit number is a year only in a year's company; a count stays a count
+    "years": [
+        ("So it comes to 1240 trees.", "So it comes to one thousand two hundred and forty trees."),
+        ("They filed a total of 1907 reports.", "They filed a total of one thousand nine hundred and seven reports."),
+        ("by a distance of 1200-1000=200 feet.",  # GSM8K test row 41
+         "by a distance of one thousand two hundred minus one thousand equals two hundred feet."),
+        ("The tree will be as tall in 1200 years.", "The tree will be as tall in one thousand two hundred years."),
+        ("Which agreement of 1648 brought the Thirty Years' War to an end?",  # hssbench_own
+         "Which agreement of sixteen forty eight brought the Thirty Years War to an end?"),
+        ("the number of 1-year-old children vaccinated in 2017 exceeds 80%",  # MMLU-Pro validation
+         "the number of one year old children vaccinated in twenty seventeen exceeds eighty percent"),
+        ("Sales grew from 2007 to 2010.", "Sales grew from two thousand and seven to two thousand and ten."),
+        ("between 2008 and 2012", "between two thousand and eight and two thousand and twelve"),
+        ("the 15th typhoon of 2014", "the fifteenth typhoon of twenty fourteen"),
+    ],
+    # an en dash between numbers in a sum is a minus, not a range
+    "dash_minus": [
+        ("Therefore, the team won 22 – 7 = 15 games.",  # GSM8K test row 84
+         "Therefore, the team won twenty two minus seven equals fifteen games."),
+        ("This means there are 1000 – 250 = 750 pieces remaining.",  # GSM8K test row 104
+         "This means there are one thousand minus two hundred and fifty equals seven hundred and fifty pieces "
+         "remaining."),
+        ("And we subtract 4 from each side, 3x +4 - 4 = 28 – 4.",  # GSM8K test row 167
+         "And we subtract four from each side, three x plus four minus four equals twenty eight minus four."),
+        ("She paid $22 – $7 = $15 less.", "She paid twenty two dollars minus seven dollars equals fifteen dollars less."),
+        ("We have 12n = 22 - 7m and", "We have twelve n equals twenty two minus seven m and"),  # MMLU-Pro validation
+        ("the war of 1914–1918", "the war of nineteen fourteen to nineteen eighteen"),  # a range stays a range
+        ("Read pages 20–25.", "Read pages twenty to twenty five."),
+    ],
+    "mixed_numbers": [
+        ("After Friday, he had 3 1/2 - 2 = 1 1/2 hours of TV left.",  # GSM8K test row 107
+         "After Friday, he had three and a half minus two equals one and a half hours of TV left."),
+        ("Thus, W = 1 1/2 / 1/2 = 3 episodes.", "Thus, W equals one and a half divided by one half equals three episodes."),
+        ("a shaft 1(1/2) in. in diameter",  # MMLU-Pro test row 290
+         "a shaft one and a half inches in diameter"),
+        ("She ran 2 1/4 miles and then 1 3/4 miles.", "She ran two and a quarter miles and then one and three quarters miles."),
+        ("three 1/4 cups", "three and a quarter cups"),
+    ],
+    "ratios": [
+        ("Darrell and Allen's ages are in the ratio of 7:11.",  # GSM8K test row 30
+         "Darrell and Allen's ages are in the ratio of seven to eleven."),
+        ("cups of water in the ratio of 7:13.", "cups of water in the ratio of seven to thirteen."),  # row 116
+        ("The data fits a 9:3:3:1 ratio.", "The data fits a nine to three to three to one ratio."),  # MMLU-Pro
+        ("other than a 50:50 ratio", "other than a fifty to fifty ratio"),
+        ("Mix sand and cement 3:1.", "Mix sand and cement three to one."),
+    ],
+    "times": [
+        ("The meeting starts at 16:00.", "The meeting starts at four P M."),
+        ("The shop opens at 9:00 and closes at 17:30.", "The shop opens at nine o'clock and closes at five thirty P M."),
+        ("She works from 1:00 PM - 6:00 PM every day.", "She works from one P M to six P M every day."),
+        ("after burning from 1:00 PM to 5:00 PM?",  # GSM8K test row 23
+         "after burning from one P M to five P M?"),
+        ("The shift runs 9:00-17:00.", "The shift runs nine A M to five P M."),
+        ("The train leaves at 7:05 pm.", "The train leaves at seven oh five P M."),
+        ("He wakes up at 6am.", "He wakes up at six A M."),
+        ("at 2:00 on the 14th.", "at two o'clock on the fourteenth."),
+    ],
+    "implicit_multiplication": [
+        ("Workers:4(100)=400 worker bees", "Workers: four times one hundred equals four hundred worker bees"),  # row 141
+        ("Scottish Unicorns:27(1/3)=9", "Scottish Unicorns: twenty seven times one third equals nine"),  # row 136
+        ("Female:9(2/3)=6 unicorns", "Female: nine times two thirds equals six unicorns"),
+        ("(3)(4)=12", "three times four equals twelve"),
+        ("Workers:2(2x)=4x", "Workers: two times two x equals four x"),
+    ],
+    # a slash between a quantity and a unit is "per"; between quantities it is a division
+    "slash": [
+        ("the trains covered 2 trains * 80 miles/train = 160 miles",  # GSM8K test row 16
+         "the trains covered two trains times eighty miles per train equals one hundred and sixty miles"),
+        ("Tommy raised 43 brownies x $3/brownie = $129",  # row 72
+         "Tommy raised forty three brownies x three dollars per brownie equals one hundred and twenty nine dollars"),
+        ("Steve has to travel 3 miles * (5280 feet/1 mile) = 15840 feet",  # row 150
+         "Steve has to travel three miles times five thousand two hundred and eighty feet per mile equals fifteen "
+         "thousand eight hundred and forty feet"),
+        ("Then divide: 80 GB / 2 GB/minute = 40 minutes",  # row 7
+         "Then divide: eighty gigabytes divided by two gigabytes per minute equals forty minutes"),
+        ("each serving has 300g/5 = 60 grams",  # row 43
+         "each serving has three hundred grams divided by five equals sixty grams"),
+        ("Therefore, Marie ordered $17/$8.50 = 2 boxes of pizza.",  # row 25
+         "Therefore, Marie ordered seventeen dollars divided by eight dollars and fifty cents equals two boxes of "
+         "pizza."),
+        ("She earns $30/$15 per hour.", "She earns thirty dollars divided by fifteen dollars per hour."),
+        ("a $7.00 delivery/tip fee", "a seven dollars delivery or tip fee"),  # words: "or"
+        ("an average speed in km/h", "an average speed in kilometers per hour"),
+    ],
+    # the same fraction is read the same way in a sum and in a sentence
+    "fractions": [
+        ("Out of the 9 liters, 9 x 2/3 = 6 liters are water.",  # row 20
+         "Out of the nine liters, nine times two thirds equals six liters are water."),
+        ("His friend James slept only 2/3 of what Harry slept.",  # row 96
+         "His friend James slept only two thirds of what Harry slept."),
+        ("If 3/4 of the building is occupied, 3/4 * 120 units = 90 units.",  # row 49
+         "If three quarters of the building is occupied, three quarters times one hundred and twenty units equals "
+         "ninety units."),
+        ("Half of 24 is 24/2=12.", "Half of twenty four is twenty four divided by two equals twelve."),
+        ("The discount price is 60/100 * 5 = $3.",  # row 5
+         "The discount price is sixty over one hundred times five equals three dollars."),
+    ],
+    # a number between dollar signs in a formula-laden question is math, never money
+    "latex_not_money": [
+        (r"A point charge of $1.3$$10^7 \mathrm{C}$ is placed at the origin.",
+         "A point charge of one point three times ten to the seven coulombs is placed at the origin."),
+        ("The temperature falls to $-5$ °C overnight.", "The temperature falls to minus five degrees Celsius overnight."),
+        (r"A sample of $2.5$ mol of gas at $300 \mathrm{~K}$ expands.",
+         "A sample of two point five moles of gas at three hundred kelvin expands."),
+        (r"The field is $4.0$ T and $\theta = 30^{\circ}$.", "The field is four tesla and theta equals thirty degrees."),
+        ("The mass is $5$ kg and the velocity is $-2$ m/s.",
+         "The mass is five kilograms and the velocity is minus two meters per second."),
+        ("a total of $6 + $8 + $20 = $34",  # GSM8K money stays money
+         "a total of six dollars plus eight dollars plus twenty dollars equals thirty four dollars"),
+    ],
+    "units_and_symbols": [
+        ("The X-ray wavelength is 1.54 Å.", "The X ray wavelength is one point five four angstroms."),
+        ("Bond lengths are measured in Å.", "Bond lengths are measured in angstroms."),
+        ("The cell is 10 µm wide.", "The cell is ten micrometers wide."),  # the micro sign, not mu
+        ("Temperatures in °C are converted to °F.", "Temperatures in degrees Celsius are converted to degrees Fahrenheit."),
+        ("Convert 5 m/s to km/h.", "Convert five meters per second to kilometers per hour."),
+        ("The enthalpy is given in kJ/mol.", "The enthalpy is given in kilojoules per mole."),
+        ("initially at $25^{\\circ} \\mathrm{C}$", "initially at twenty five degrees Celsius"),
+        ("the tension in the string is mg", "the tension in the string is mg"),  # m g, a product, not milligrams
+        ("such that 7m + 12n = 22", "such that seven m plus twelve n equals twenty two"),  # m, a variable
+    ],
+}
+CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]
+
+
+@pytest.mark.parametrize("rule,display,spoken", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_rule(rule, display, spoken):
+    said = to_spoken(display)
+    assert said == spoken
+    assert not re.search(r"[0-9$\\]", said)
+
+
+def test_every_rule_has_three_cases():
+    assert all(len(cases) >= 3 for cases in RULES.values())
