@@ -1,0 +1,78 @@
+"""Predictions that are replies: the non-reply kinds the stage retries, and the per-level prompt
+views of the hint (their size grows with the level)."""
+
+import pytest
+
+from kame_data.oracle import prompts
+from kame_data.oracle.ladder import ladder
+from kame_data.oracle.replies import CUT, ECHO, EMPTY, META, SHORT, classify, clean_prediction, repair_cut
+from kame_data.records import CHANNEL, Word
+
+CONTEXT = ("B: Quick question. The list price of a book is four dollars and ninety five cents. "
+           "It sells at a net price of two dollars and ninety five cents. What is the trade discount?")
+
+
+@pytest.mark.parametrize("text,kind", [
+    # the issue's own examples of answers about the conversation
+    ("You cannot predict A's next response based on what they said.", META),
+    ("responds: I'm glad to help.", META),
+    ("The assistant's next response would be about the price.", META),
+    ("Based on the clue words, the answer is two dollars.", META),
+    # the user's question said again
+    ("The list price of a book is four dollars and ninety five cents.", ECHO),
+    ("", EMPTY),
+    ("Two dollars.", SHORT),
+    # real replies, including one that names an option the question also reads out
+    ("The trade discount is two dollars, the list price minus the net price.", ""),
+    ("It's D, two dollars.", ""),
+    ("Scientists predict the rain will stop by the evening.", ""),
+])
+def test_classify(text, kind):
+    assert classify(clean_prediction(text), CONTEXT) == kind
+
+
+def test_cut_output_is_detected_and_repaired_to_its_last_sentence():
+    text = "The discount is two dollars. You subtract the net price from the list pri"
+    assert classify(text, CONTEXT, truncated=True) == CUT
+    assert repair_cut(text) == "The discount is two dollars."
+    assert classify(repair_cut(text), CONTEXT) == ""
+    assert repair_cut("no sentence ends here at al") == ""
+    assert classify("The discount is two dollars.", CONTEXT, truncated=True) == ""  # ended cleanly at the limit
+
+
+def test_a_quoted_option_is_no_echo_when_the_hint_names_it():
+    context = "B: Which treaty ended the war? Is it A, the Treaty of Utrecht; B, the Peace of Westphalia of sixteen forty eight"
+    reply = "B, the Peace of Westphalia of sixteen forty eight."
+    assert classify(reply, context) == ECHO  # at level 0 this is the question read back
+    assert classify(reply, context, shown="The answer is B, the Peace of Westphalia of sixteen forty eight.") == ""
+
+
+def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
+    assert clean_prediction("Assistant: It's B, the Nile.\nUser: thanks") == "It's B, the Nile."
+    assert clean_prediction("A: **Sixty** rolls.\n\nInput:\nmore") == "Sixty rolls."
+    assert len(clean_prediction(" ".join(["word"] * 50)).split()) == 30
+
+
+HINT = "It's B, the Peace of Westphalia. It ended the Thirty Years War in sixteen forty eight."
+
+
+def test_each_level_shows_more_of_the_hint():
+    shown = [prompts.clue(HINT, level) for level in range(5)]
+    assert shown[0] == "" and shown[4] == HINT
+    words = [set(s.replace(",", "").split()) for s in shown[1:4]]
+    assert words[0] < words[1] < words[2]  # levels 1-3: growing sets of the hint's content words
+    assert "the" not in words[2] and "Westphalia" in words[0] | words[1]
+    assert len(words[0]) <= prompts.MAX_KEYWORDS[1]
+
+
+def test_requests_share_their_leading_messages_and_extend_one_another():
+    words = [Word("B", w, i * 0.3, i * 0.3 + 0.25) for i, w in enumerate("which treaty ended the thirty years war".split())]
+    words += [Word("A", w, 3 + i * 0.3, 3.25 + i * 0.3) for i, w in enumerate(HINT.split())]
+    steps = [s for s in ladder(words, 0.5, CHANNEL["A"], CHANNEL) if s.level < 5]
+    reqs = [prompts.build_request(s, 40, 0.7, 0) for s in steps]
+    assert len({r.messages[:-1] for r in reqs}) == 1  # system text and few-shot examples: evaluated once
+    for a, b in zip(reqs, reqs[1:]):
+        ctx_a, ctx_b = a.messages[-1][1].split("\n\n")[0], b.messages[-1][1].split("\n\n")[0]
+        assert ctx_b.startswith(ctx_a)  # each prompt extends the one before: the KV cache is reused
+    assert "User: which treaty" in reqs[0].messages[-1][1]
+    assert all(HINT not in r.messages[-1][1] for r, s in zip(reqs, steps) if s.level < 4)
