@@ -33,27 +33,27 @@ MAX_KEYWORDS = {1: 3, 2: 6, 3: 10}
 
 INSTRUCTIONS = {
     0: "No clue yet. Guess what {who} says.",
-    1: "Clue words: {clue}. Guess what {who} says; you may use a clue word.",
-    2: "Clue words: {clue}. {who} uses these words and adds something of their own.",
-    3: "Clue words: {clue}. {who} says what these words tell, in their own sentences.",
+    1: "Clue: {clue}. Guess what {who} says, using the clue.",
+    2: "Clue: {clue}. {who} says a short sentence with all of these words.",
+    3: "Clue: {clue}. {who} says a short sentence with all of these words.",
     4: "{who} will say: {clue}. Say it nearly the same way.",
 }
 
-# Few-shot examples: (conversation, level, hint, reply). Written for this project.
+# Few-shot examples: (conversation, level, hint, reply), one per level. Written for this project.
 EXAMPLES = (
     ("B: Quick question. Which gas do plants take in from the air", 0,
      "It's B, carbon dioxide. Plants use it with sunlight to make sugar.",
-     "Plants take in carbon dioxide from the air and use sunlight to turn it into food."),
+     "Plants take in carbon dioxide from the air to make their food."),
     ("B: Can you help me with this? A baker makes twelve rolls an hour. How many rolls does she make in", 1,
      "Twelve times five equals sixty. So the answer is sixty rolls.",
-     "She makes twelve rolls every hour, so we multiply by the number of hours."),
+     "She makes twelve rolls an hour, so it is twelve times the hours."),
     ("B: Here's a tricky one. Which river flows through Cairo? Is it A, the Amazon; B, the Nile; C, the", 2,
      "The answer is B, the Nile. It runs north through Egypt into the Mediterranean Sea.",
-     "I'd say B, the Nile. It is the longest river in Africa."),
+     "The answer is B, the Nile. It runs north to the sea."),
     ("B: At sea level, water boils at what temperature? Would it be A, fifty degrees; B, one hundred degrees;"
      " or C, two", 3,
      "It's B, one hundred degrees. That's the boiling point of water at sea level.",
-     "That's B, one hundred degrees. Water boils there when you are at sea level."),
+     "It's B, one hundred degrees. That is the boiling point of water."),
     ("B: Tom has three apples and buys five more. How many apples does he", 4,
      "Three plus five equals eight. So the answer is eight apples.",
      "Three plus five equals eight, so the answer is eight apples."),
