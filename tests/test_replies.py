@@ -76,3 +76,58 @@ def test_requests_share_their_leading_messages_and_extend_one_another():
         assert ctx_b.startswith(ctx_a)  # each prompt extends the one before: the KV cache is reused
     assert "User: which treaty" in reqs[0].messages[-1][1]
     assert all(HINT not in r.messages[-1][1] for r, s in zip(reqs, steps) if s.level < 4)
+
+
+class Scripted:
+    """A backend whose first answer to each step talks about the conversation, and whose retry
+    answers properly, except for one step that only ever echoes the user."""
+
+    name, model = "scripted", "s"
+
+    def __init__(self, echo_context: str):
+        self.echo_context, self.seeds = echo_context, []
+
+    def complete(self, requests):
+        from kame_data.llm.base import ChatResult
+
+        out = []
+        for r in requests:
+            self.seeds.append(r.seed)
+            context = r.messages[-1][1].split("\n\n")[0]
+            if context == self.echo_context:
+                text = context.split(": ", 1)[1]  # the user's words read back
+            elif r.seed == 0:
+                text = "You cannot predict A's next response."
+            else:
+                text = "I think the answer is the red planet, Mars."
+            out.append(ChatResult(text, 10, len(text.split())))
+        return out
+
+
+def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
+    from kame_data.oracle.stage import OracleConfig, OracleStage
+    from kame_data.records import Reject, Sample
+    from tests.synthetic import synthetic_dialogue
+
+    r = synthetic_dialogue(2, user_words=20)
+    steps = ladder(r.words, 0.5, CHANNEL["A"], CHANNEL)
+    echo = next(s for s in steps if s.level < 5 and s.total_word_count > 8)
+    backend = Scripted(prompts.user_message(echo.conversation_context, 0, "", "A").split("\n\n")[0])
+    stage = OracleStage(OracleConfig(retries=2), backend=backend)
+    out = stage.process([r])
+    sample = next(o for o in out if isinstance(o, Sample))
+    rejects = [o for o in out if isinstance(o, Reject)]
+    assert [x.reason for x in rejects] == ["empty_prediction"]
+    assert rejects[0].id == f"{r.id}@{echo.timestamp_ms}" and "level" in rejects[0].detail
+    kept = [s for s in steps if s.timestamp_ms != echo.timestamp_ms]
+    fields = ("timestamp_ms", "conversation_context", "total_word_count", "trigger_word", "recent_words",
+              "current_spoken_ratio", "channel", "level")
+    # every field but the prediction is the reference ladder's (DESIGN.md), the hint included
+    assert [tuple(getattr(e, f) for f in fields) + (e.hint,) for e in sample.oracle] == \
+           [tuple(getattr(s, f) for f in fields) + (s.hint,) for s in kept]
+    assert all(e.prediction == "I think the answer is the red planet, Mars." for e in sample.oracle if e.level < 5)
+    counts = stage.summary()["predictions"]
+    simulated = sum(1 for s in steps if s.level < 5)
+    assert counts["meta"] == simulated - 1 and counts["echo"] == 3 and counts["dropped_echo"] == 1
+    assert counts["ok"] == simulated - 1
+    assert sorted(set(backend.seeds)) == [0, 1, 2]

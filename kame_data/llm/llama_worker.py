@@ -22,7 +22,7 @@ _LOAD_ERROR = ""
 _FORMAT = None  # a Jinja2ChatFormatter for chat models, None for the plain layout
 _START: tuple[int, ...] | None = None  # the tokens whose KV the cache holds as evaluated alone
 
-PLAIN_STOP = ("\n",)  # a plain-layout reply is one line
+STOP = ("\n",)  # a spoken reply is one line: what follows a newline is another turn (or noise)
 
 
 def load(path: str, n_ctx: int, threads: int) -> None:
@@ -99,7 +99,7 @@ def _one(req: ChatRequest, prompt: list[int]) -> ChatResult:
         return ChatResult(text="", error=f"prompt of {len(prompt)} tokens does not fit the context "
                                          f"({_LLM.n_ctx()}; raise oracle.backend.n_ctx)")
     r = _LLM.create_completion(prompt, max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
-                               stop=list(PLAIN_STOP) if _FORMAT is None else None)
+                               stop=list(STOP))
     usage = r.get("usage") or {}
     return ChatResult(text=r["choices"][0].get("text") or "", prompt_tokens=int(usage.get("prompt_tokens", 0)),
                       completion_tokens=int(usage.get("completion_tokens", 0)))
