@@ -86,3 +86,22 @@ def test_stateless_backends_get_one_flat_batch(tmp_path):
     cached = CachedBackend(Stateless(), RequestCache(tmp_path / "c.sqlite"))
     assert [[r.text for r in c] for c in cached.complete_chains(chains)] == [["A", "B"], ["C"]]
     assert cached.inner.batches == [3]
+
+
+def test_instances_default_to_one_single_threaded_instance_per_core(monkeypatch):
+    from kame_data.llm import llamacpp
+
+    monkeypatch.setattr(llamacpp, "cores", lambda: 8)
+    assert llamacpp.plan_instances(None, None) == (8, 1)
+    assert llamacpp.plan_instances(None, 2) == (4, 2)
+    assert llamacpp.plan_instances(1, None) == (1, 8)
+    assert llamacpp.plan_instances(3, 2) == (3, 2)
+
+
+def test_plain_layout_for_models_without_a_chat_template():
+    from kame_data.llm.llama_worker import plain_layout
+
+    msgs = (("system", "Be brief."), ("user", "Q1"), ("assistant", "A1"), ("user", "Q2"))
+    text = plain_layout(msgs, open_reply=True)
+    assert text == "Be brief.\n\nInput:\nQ1\nReply: A1\n\nInput:\nQ2\nReply:"
+    assert text.startswith(plain_layout(msgs[:-1], open_reply=False))  # the shared part is a prefix
