@@ -83,7 +83,7 @@ def check_llamacpp(opts: dict) -> str:
 
     from kame_data.llm.llamacpp import resolve_model_path
 
-    path = resolve_model_path(opts.get("model_path"))
+    path = resolve_model_path(opts.get("model_path"), opts.get("model"))
     llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_threads=os.cpu_count() or 1, verbose=False, seed=0)
     t = time.perf_counter()
     r = llm.create_completion("The capital of France is", max_tokens=12, temperature=0.0)
@@ -236,6 +236,8 @@ def recipe_options(recipe) -> dict[str, Any]:
     backend = (recipe.oracle.get("backend") or {})
     if backend.get("kind", "llamacpp") == "llamacpp" and backend.get("model_path"):
         opts["model_path"] = str(recipe.resolve(backend["model_path"]))
+    elif backend.get("kind", "llamacpp") == "llamacpp" and backend.get("model"):
+        opts["model"] = backend["model"]
     return opts
 
 

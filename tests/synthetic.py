@@ -30,3 +30,37 @@ def synthetic_dialogue(i: int, seed: int = 0, user_words: int = 18, assistant_wo
     d = Dialogue(f"synthetic-{i}-v0", f"synthetic-{i}", "synthetic", "misc", 0, turns)
     timings = [TurnTiming(words[0].start, words[user_words].end, "none"), TurnTiming(0, 0, "none")]
     return RenderedDialogue(d, np.zeros((int((t + 0.5) * sr), 2), np.int16), sr, words, timings)
+
+
+def timed_dialogue(dialogue: Dialogue, seed: int = 0) -> RenderedDialogue:
+    """A scripted dialogue (real text, e.g. from the fixtures) with synthetic word timings: words of
+    0.2-0.45 s, a short pause between turns. The oracle ladder reads only the words."""
+    from kame_data.text import spoken_words
+
+    rng = random.Random(f"{seed}:{dialogue.id}")
+    t, words, timings = 0.3, [], []
+    for turn in dialogue.turns:
+        start = t
+        for w in spoken_words(turn.spoken):
+            d = rng.uniform(0.2, 0.45)
+            words.append(Word(turn.speaker, w, round(t, 3), round(t + d, 3)))
+            t += d + 0.03
+        timings.append(TurnTiming(round(start, 3), round(t, 3), "none"))
+        t += rng.uniform(0.2, 0.7)
+    sr = 24000
+    return RenderedDialogue(dialogue, np.zeros((int((t + 0.5) * sr), 2), np.int16), sr, words, timings)
+
+
+def fixture_dialogues(n: int, seed: int = 1234) -> list[RenderedDialogue]:
+    """The first `n` template dialogues of the fixtures' real rows (MMLU-Pro, GSM8K and our own
+    HSSBench-format rows, interleaved), with synthetic timings."""
+    from pathlib import Path
+
+    from kame_data.recipe import load_recipe
+    from kame_data.script.template import ScriptConfig, script_batch
+    from kame_data.sources import load_items
+
+    recipe = load_recipe(Path(__file__).resolve().parent.parent / "benchmarks" / "recipes" / "oracle_fixtures.yaml")
+    items, _ = load_items(recipe, limit=2 * n + 6)
+    dialogues = [d for d in script_batch(items, ScriptConfig(), seed) if isinstance(d, Dialogue)]
+    return [timed_dialogue(d, seed) for d in dialogues[:n]]

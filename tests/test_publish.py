@@ -205,8 +205,12 @@ def test_card_matches_manifest(quickstart_out):
     assert f"| audio hours | {m['audio_hours']} |" in text
     assert f"| oracle events | {m['oracle_events']} |" in text
     for level, count in m["levels"].items():
-        f1 = m["oracle_f1_by_level"][level]
-        assert f"| events at level {level} | {count} (mean token-F1 to the true reply {f1:.2f}) |" in text
+        f1, rouge = m["oracle_f1_by_level"][level], m["oracle_rouge_l_by_level"][level]
+        assert f"| events at level {level} | {count} (mean token-F1 to the true reply {f1:.2f}, ROUGE-L {rouge:.2f}) |" in text
+    for source, sim in m["oracle_similarity_by_source"].items():
+        assert f"| oracle predictions on {source}, levels 0-4 | token-F1 {sim['token_f1']:.2f}, " in text
+    assert set(m["oracle_similarity_by_source"]) == set(m["per_source"])
+    assert m["llm"]["model_license"] in text and f"prompts v{m['llm']['prompt_version']}" in text
     for reason, count in m["rejects"].items():
         assert f"| rejected: {reason} | {count} |" in text
     for source, count in m["per_source"].items():

@@ -29,7 +29,7 @@ from kame_data.dataset.folder import DatasetError as ReviewError
 from kame_data.dataset.rows import arrow_schema
 from kame_data.dataset.validate import validate_dataset
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
+from kame_data.oracle.metrics import reply_spans, rouge_l, token_f1, true_replies
 from kame_data.records import Word
 from kame_data.review.flags import FlagsError, load_flag_notes, load_flags
 from kame_data.review.html import build_page, script_json
@@ -125,6 +125,13 @@ def test_token_f1():
     assert token_f1("nothing alike", "it's four") == 0.0
     assert token_f1("", "") == 1.0 and token_f1("", "four") == 0.0 and token_f1("four", "") == 0.0
     assert token_f1("Four, FOUR!", "four four") == 1.0  # multisets, case and punctuation ignored
+
+
+def test_rouge_l_counts_word_order():
+    assert rouge_l("It's four.", "it's four") == 1.0
+    assert rouge_l("four it's", "it's four") == 0.5 and token_f1("four it's", "it's four") == 1.0
+    assert rouge_l("the answer is four", "it's four") == pytest.approx(2 * (1 / 4) * (1 / 2) / (1 / 4 + 1 / 2))
+    assert rouge_l("", "") == 1.0 and rouge_l("", "four") == 0.0 and rouge_l("x y", "z") == 0.0
 
 
 def test_true_reply_at_every_level():
@@ -314,7 +321,12 @@ def test_page_in_chromium(quickstart_out, tmp_path):
     with chromium.Browser(width=1280, height=1000) as b:
         _open(b, page)
         assert b.eval("document.querySelectorAll('#cards .card').length") == 3
-        assert b.eval("document.querySelectorAll('#summary svg').length") == 5
+        assert b.eval("document.querySelectorAll('#summary svg').length") == 7  # token-F1, ROUGE-L, per source …
+        assert b.eval("document.querySelectorAll('#c-rouge rect').length") == 6
+        sources = len(data["summary"]["similarity_by_source"])
+        assert sources and b.eval("document.querySelectorAll('#c-source-sim rect').length") == 2 * sources
+        assert b.eval("[...document.querySelectorAll('#card-1 table.ladder th')].map(t => t.textContent)")[-2:] == \
+            ["F1", "ROUGE-L"]
         d = data["dialogues"][1]
         i = next(k for k, e in enumerate(d["events"]) if e["level"] in (1, 2, 3))
         e = d["events"][i]

@@ -177,7 +177,9 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"{recipe.get('script', {}).get('variants', 1)} spoken variant(s) per item.",
         f"- Voices: assistant (A) {_voice(speak.get('assistant'), 'piper', 'joe')}; "
         f"user (B) {_voice(speak.get('user'), 'espeak', 'en-us+f3')}.",
-        f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}, interval "
+        f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}"
+        + (f" (model licence: {_cell(llm['model_license'])})" if llm.get("model_license") else "")
+        + (f", prompts v{_cell(llm['prompt_version'])}" if llm.get("prompt_version") else "") + ", interval "
         f"{oracle.get('interval', 0.5)} s, target {oracle.get('target', 'assistant')}"
         + (f", {llm['calls']} calls and {llm.get('cache_hits', 0)} cache hits" if llm.get("calls") is not None else "")
         + ".",
@@ -202,9 +204,15 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         lines.append(f"| dialogues from {_cell(s)} | {manifest['per_source'][s]}"
                      + (f" ({hours} h)" if hours is not None else "") + " |")
     f1 = manifest.get("oracle_f1_by_level") or {}
+    rouge = manifest.get("oracle_rouge_l_by_level") or {}
     for level, n in (manifest.get("levels") or {}).items():
         lines.append(f"| events at level {level} | {n}"
-                     + (f" (mean token-F1 to the true reply {f1[level]:.2f})" if level in f1 else "") + " |")
+                     + (f" (mean token-F1 to the true reply {f1[level]:.2f}" if level in f1 else "")
+                     + (f", ROUGE-L {rouge[level]:.2f}" if level in f1 and level in rouge else "")
+                     + (")" if level in f1 else "") + " |")
+    for s, sim in (manifest.get("oracle_similarity_by_source") or {}).items():
+        lines.append(f"| oracle predictions on {_cell(s)}, levels 0-4 | token-F1 {sim['token_f1']:.2f}, "
+                     f"ROUGE-L {sim['rouge_l']:.2f} ({sim['events']} events) |")
     for reason, n in manifest["rejects"].items():
         lines.append(f"| rejected: {_cell(reason)} | {n} |")
     lines += ["", "| split | dialogues | items | shards | bytes |", "|---|---|---|---|---|"]

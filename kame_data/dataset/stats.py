@@ -8,23 +8,32 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kame_data.oracle.metrics import token_f1, true_replies
+from kame_data.oracle.metrics import rouge_l, token_f1, true_replies
 
 # The columns `RowStats.add_row` reads (with `events`, the ones the oracle figures need too).
 ROW_COLUMNS = ("item_id", "source", "category", "duration")
 EVENT_COLUMNS = ("words", "oracle")
 
 
+def event_scores(row: dict[str, Any]) -> tuple[list[float], list[float]]:
+    """Token-F1 and ROUGE-L of each oracle event's prediction to the true reply (needs `words`
+    and `oracle`)."""
+    events = row.get("oracle") or []
+    replies = true_replies(row["words"], events)
+    return ([token_f1(e["prediction"], r) for e, r in zip(events, replies)],
+            [rouge_l(e["prediction"], r) for e, r in zip(events, replies)])
+
+
 def event_f1(row: dict[str, Any]) -> list[float]:
     """Token-F1 of each oracle event's prediction to the true reply (needs `words` and `oracle`)."""
-    events = row.get("oracle") or []
-    return [token_f1(e["prediction"], r) for e, r in zip(events, true_replies(row["words"], events))]
+    return event_scores(row)[0]
 
 
 def sample_figures(row: dict[str, Any]) -> dict[str, Any]:
     """What `RowStats.add` needs of one row, small enough to keep per sample."""
+    f1, rouge = event_scores(row)
     return {"source": row["source"], "duration": row["duration"],
-            "levels": [e["level"] for e in row.get("oracle") or []], "f1": event_f1(row)}
+            "levels": [e["level"] for e in row.get("oracle") or []], "f1": f1, "rouge_l": rouge}
 
 
 @dataclass
@@ -42,8 +51,9 @@ class Group:
 class RowStats:
     """Counts over rows, one row at a time (nothing but the counts is kept).
 
-    `f1=False` skips the token-F1 of every event (the slowest figure); `keep_f1=True` keeps each
-    value per level (for quantiles), not only the sums.
+    `f1=False` skips the similarities of every event (the slowest figures); `keep_f1=True` keeps
+    each value per level (for quantiles), not only the sums. Per source, the similarities average
+    the simulated events only (levels 0-4: level 5 is the reply itself).
     """
 
     def __init__(self, f1: bool = True, keep_f1: bool = False):
@@ -59,24 +69,28 @@ class RowStats:
         self.f1_sum: Counter[int] = Counter()
         self.f1_count: Counter[int] = Counter()
         self.f1_values: dict[int, list[float]] | None = {} if keep_f1 else None
+        self.rouge_sum: Counter[int] = Counter()
+        self.rouge_values: dict[int, list[float]] | None = {} if keep_f1 else None
+        self.source_similarity: dict[str, list[float]] = {}  # source -> [f1 sum, ROUGE-L sum, events]
 
     @classmethod
     def of_samples(cls, samples: Iterable[dict[str, Any]]) -> "RowStats":
         """Counts over `sample_figures`-like dicts (what the runner keeps per sample)."""
         stats = cls()
         for s in samples:
-            stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()))
+            stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()), rouge=s.get("rouge_l", ()))
         return stats
 
     def add_row(self, row: dict[str, Any], split: str | None = None) -> None:
         """One dataset row; reads the ROW_COLUMNS present, and the EVENT_COLUMNS when present."""
         events = row.get("oracle") or []
-        f1 = event_f1(row) if self.with_f1 and events and "words" in row else ()
+        f1, rouge = event_scores(row) if self.with_f1 and events and "words" in row else ((), ())
         self.add(row["source"], row.get("duration", 0.0), [e["level"] for e in events], f1,
-                 item=row.get("item_id"), split=split, category=row.get("category"))
+                 item=row.get("item_id"), split=split, category=row.get("category"), rouge=rouge)
 
     def add(self, source: str, duration: float, levels: Iterable[int] = (), f1: Iterable[float] = (),
-            item: str | None = None, split: str | None = None, category: str | None = None) -> None:
+            item: str | None = None, split: str | None = None, category: str | None = None,
+            rouge: Iterable[float] = ()) -> None:
         self.samples += 1
         self.seconds += duration
         self.durations.setdefault(source, []).append(duration)
@@ -97,6 +111,15 @@ class RowStats:
             self.f1_count[level] += 1
             if self.f1_values is not None:
                 self.f1_values.setdefault(level, []).append(value)
+        for level, f, r in zip(levels, f1, rouge):
+            self.rouge_sum[level] += r
+            if self.rouge_values is not None:
+                self.rouge_values.setdefault(level, []).append(r)
+            if level < 5:
+                sums = self.source_similarity.setdefault(source, [0.0, 0.0, 0])
+                sums[0] += f
+                sums[1] += r
+                sums[2] += 1
 
     def manifest_fields(self) -> dict[str, Any]:
         """The manifest's per-row statistics."""
@@ -106,6 +129,11 @@ class RowStats:
             # mean token-F1 of the prediction to the true reply: should climb with the level
             "oracle_f1_by_level": {str(k): round(self.f1_sum[k] / self.f1_count[k], 4)
                                    for k in sorted(self.levels) if self.f1_count[k]},
+            "oracle_rouge_l_by_level": {str(k): round(self.rouge_sum[k] / self.f1_count[k], 4)
+                                        for k in sorted(self.levels) if self.f1_count[k] and k in self.rouge_sum},
+            # levels 0-4 per source: how well the simulator predicts on each source's questions
+            "oracle_similarity_by_source": {s: {"token_f1": round(f / n, 4), "rouge_l": round(r / n, 4), "events": n}
+                                            for s, (f, r, n) in sorted(self.source_similarity.items()) if n},
             "audio_hours": round(self.seconds / 3600, 4),
             "oracle_events": self.events,
         }

@@ -40,3 +40,21 @@ class ChatBackend(Protocol):
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         ...
+
+
+def complete_chains(backend: ChatBackend, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
+    """Answers for chains of requests (each chain: requests that extend one another, in order).
+    A backend that keeps state between requests takes them as chains (`complete_chains`); any
+    other gets them as one flat batch."""
+    if hasattr(backend, "complete_chains"):
+        return backend.complete_chains(chains)
+    return regroup(chains, backend.complete([r for chain in chains for r in chain]))
+
+
+def regroup(chains: list[list[ChatRequest]], flat: list[ChatResult]) -> list[list[ChatResult]]:
+    """Flat answers back into the chains' shape."""
+    out, at = [], 0
+    for chain in chains:
+        out.append(flat[at: at + len(chain)])
+        at += len(chain)
+    return out

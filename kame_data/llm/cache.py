@@ -4,13 +4,14 @@ of a cluster sees (SQLite's locking is not safe on network filesystems)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
 import threading
 from pathlib import Path
 
-from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult
+from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult, regroup
 from kame_data.storage import Location, Storage, is_url
 
 
@@ -170,10 +171,49 @@ class CachedBackend:
         with self._lock:
             self.calls += calls
             self.cache_hits += hits
+    def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
+        """Answers for chains of requests (one dialogue's steps in order; see `llm.llama_worker`).
+
+        A backend that takes chains (the embedded model) may answer a request differently after a
+        different history, so its answers are cached under a key of the request *and every request
+        before it in the chain*, and a chain with any miss is sent whole: a rerun, a resumed run or
+        a run sharing the cache with another gets exactly the answers a fresh run would. Repeats
+        within a chain (steps where no word arrived) are asked once. Other backends keep no state:
+        their chains go out as one flat batch under the plain keys."""
+        if not hasattr(self.inner, "complete_chains"):
+            return regroup(chains, self.complete([r for chain in chains for r in chain]))
+        plans = []  # per chain: (distinct requests, their chain keys, index of each request among them)
+        for chain in chains:
+            distinct: dict[ChatRequest, int] = {}
+            for req in chain:
+                distinct.setdefault(req, len(distinct))
+            keys, prev = [], ""
+            for req in distinct:
+                prev = req.key(self.name, self.model) if not prev else hashlib.sha256(
+                    f"{prev}|{req.key(self.name, self.model)}".encode()).hexdigest()
+                keys.append(prev)
+            plans.append((list(distinct), keys, [distinct[r] for r in chain]))
+        answers: list[list[ChatResult] | None] = []
+        for reqs, keys, _ in plans:
+            hits = [self.cache.get(k) if self.cache else None for k in keys]
+            answers.append(hits if all(h is not None for h in hits) else None)
+        todo = [i for i, a in enumerate(answers) if a is None]
+        self._count(hits=sum(len(plans[i][0]) for i, a in enumerate(answers) if a is not None))
+        if todo:
+            fresh = self.inner.complete_chains([plans[i][0] for i in todo])
+            for i, results in zip(todo, fresh):
+                self._count(calls=len(results))
+                for key, res in zip(plans[i][1], results):
+                    if self.cache is not None and not res.error:  # an empty answer is an answer here
+                        self.cache.put(key, res)
+                answers[i] = results
+        return [[answers[c][j] for j in plan[2]] for c, plan in enumerate(plans)]
 
     def summary(self) -> dict:
         """For the manifest: what was asked, answered from cache, and paid for."""
         out = {"backend": self.name, "model": self.model, "calls": self.calls, "cache_hits": self.cache_hits}
+        if getattr(self.inner, "license", ""):
+            out["model_license"] = self.inner.license
         meter = getattr(self.inner, "meter", None)
         if meter is not None:
             out.update(meter.summary())
@@ -181,3 +221,4 @@ class CachedBackend:
         if failures is not None:
             out["failed_attempts"] = failures
         return out
+

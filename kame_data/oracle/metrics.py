@@ -2,6 +2,8 @@
 
 Token-F1 (bag of lowercase word tokens, as in SQuAD) is crude but cheap and order-free: a good
 ladder climbs from near 0 at level 0 towards 1 at level 5, where the prediction is the reply.
+ROUGE-L (F1 of the longest common subsequence of the same tokens) also counts word order, so a
+prediction that scatters the reply's words scores lower than one that says them in sequence.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import re
 import unicodedata
 from collections import Counter
 from typing import Any, Sequence
+
+from rapidfuzz.distance import LCSseq
 
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
@@ -29,6 +33,18 @@ def token_f1(prediction: str, reference: str) -> float:
     if common == 0:
         return 0.0
     precision, recall = common / len(p), common / len(r)
+    return 2 * precision * recall / (precision + recall)
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    """ROUGE-L F1 over the same tokens as `token_f1`; 1.0 when both are empty, 0.0 when only one is."""
+    p, r = tokens(prediction), tokens(reference)
+    if not p or not r:
+        return float(p == r)
+    lcs = LCSseq.similarity(p, r)
+    if lcs == 0:
+        return 0.0
+    precision, recall = lcs / len(p), lcs / len(r)
     return 2 * precision * recall / (precision + recall)
 
 

@@ -1,69 +1,131 @@
-"""Simulator prompts per hint level, and the cleaning that turns model output into spoken text."""
+"""Every word the simulator is shown: the system text, the few-shot examples, the per-level
+instruction and how much of the hint each level reveals. Change any of it and bump
+PROMPT_VERSION: it is part of the oracle step's identity (checkpoints) and of the manifest.
+
+A small simulator cannot follow "use the hint, but not verbatim"; it copies what it is shown.
+So each level shows a larger view of the hint (DESIGN.md: level 1 keywords … level 4 close to the
+hint), and the hint's influence grows with the level by construction:
+  0  no hint;  1  a quarter of the hint's content words;  2  half of them;
+  3  three quarters of them, as loose words, never the hint's own sentences;  4  the hint itself.
+The few-shot examples were written for kame-data (no benchmark text) and show one reply per level.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 
 from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import Step
+from kame_data.records import ROLE
 
-ROLE_NAMES = {"A": "the assistant", "B": "the user"}
+PROMPT_VERSION = "2"
 
-LEVEL_INSTRUCTIONS = {
-    0: "No hint is available. Predict the reply from the conversation alone.",
-    1: "You may use keywords from the hint, but follow the flow of the conversation.",
-    2: "Refer to the hint, but include content that differs from it.",
-    3: "The hint is an important clue, but do not copy it word for word.",
-    4: "Use the hint rather directly.",
-    5: "The hint is exactly what will be said: give it as the reply.",
+SYSTEM = (
+    "You write what the next speaker of a spoken conversation says next. Answer as that speaker, "
+    "in one or two short spoken sentences. Never describe the conversation, never repeat the "
+    "question, no lists, no quotes, no markup."
+)
+
+# What each level may show of the hint: the share of its content words (level 4: the hint itself).
+KEYWORD_SHARE = {1: 0.25, 2: 0.5, 3: 0.75}
+MAX_KEYWORDS = {1: 3, 2: 6, 3: 10}
+
+INSTRUCTIONS = {
+    0: "No clue yet. Guess what {who} says.",
+    1: "Clue: {clue}. Guess what {who} says, using the clue.",
+    2: "Clue: {clue}. {who} says a short sentence with all of these words.",
+    3: "Clue: {clue}. {who} says a short sentence with all of these words.",
+    4: "{who} will say: {clue}. Say it nearly the same way.",
 }
 
-MIN_WORDS, MAX_WORDS = 3, 30
+# Few-shot examples: (conversation, level, hint, reply), one per level. Written for this project.
+EXAMPLES = (
+    ("B: Quick question. Which gas do plants take in from the air", 0,
+     "It's B, carbon dioxide. Plants use it with sunlight to make sugar.",
+     "Plants take in carbon dioxide from the air to make their food."),
+    ("B: Can you help me with this? A baker makes twelve rolls an hour. How many rolls does she make in", 1,
+     "Twelve times five equals sixty. So the answer is sixty rolls.",
+     "She makes twelve rolls an hour, so it is twelve times the hours."),
+    ("B: Here's a tricky one. Which river flows through Cairo? Is it A, the Amazon; B, the Nile; C, the", 2,
+     "The answer is B, the Nile. It runs north through Egypt into the Mediterranean Sea.",
+     "The answer is B, the Nile. It runs north to the sea."),
+    ("B: At sea level, water boils at what temperature? Would it be A, fifty degrees; B, one hundred degrees;"
+     " or C, two", 3,
+     "It's B, one hundred degrees. That's the boiling point of water at sea level.",
+     "It's B, one hundred degrees. That is the boiling point of water."),
+    ("B: Tom has three apples and buys five more. How many apples does he", 4,
+     "Three plus five equals eight. So the answer is eight apples.",
+     "Three plus five equals eight, so the answer is eight apples."),
+)
+
+# Function words never shown as clue words: they carry no content a listener could predict from.
+_FUNCTION_WORDS = frozenset("""
+a an the and or but so of to in on at by for from with as is are was were be been being it its it's
+that that's this these those there here then than i i'd i'm you we they he she his her their our your my me
+us them do does did done not no yes if into about which what who whom whose how why when where
+would could should will can may might must shall just very also because since while let let's
+""".split())
+_WORD = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?")
+
+
+def speaker_name(speaker: str) -> str:
+    return ROLE.get(speaker, "the other speaker").capitalize()
+
+
+def clue_words(hint: str, level: int) -> list[str]:
+    """The hint's content words a level may show: the first share of them, in the hint's order."""
+    seen: list[str] = []
+    for w in _WORD.findall(hint):
+        low = w.lower()
+        if (low not in _FUNCTION_WORDS or len(w) == 1 and w.isupper()) and low not in (s.lower() for s in seen):
+            seen.append(w)
+    if not seen:
+        return []
+    n = max(1, min(MAX_KEYWORDS[level], math.ceil(len(seen) * KEYWORD_SHARE[level])))
+    return seen[:n]
+
+
+def clue(hint: str, level: int) -> str:
+    """What the prompt shows of the hint at `level` ('' at level 0)."""
+    if level <= 0:
+        return ""
+    if level >= 4:
+        return hint
+    return ", ".join(clue_words(hint, level))
+
+
+def _context(conversation: str) -> str:
+    """The reference context with the speakers named by role (A: -> Assistant:)."""
+    lines = []
+    for line in conversation.split("\n"):
+        speaker, _, words = line.partition(": ")
+        lines.append(f"{speaker_name(speaker)}: {words}" if speaker in ROLE else line)
+    return "\n".join(lines)
+
+
+def user_message(conversation: str, level: int, hint: str, next_speaker: str) -> str:
+    """One request's question: the context, then the level's instruction with its view of the hint.
+    The context comes first, so consecutive steps of a dialogue share all but their last words."""
+    who = speaker_name(next_speaker)
+    text = INSTRUCTIONS[min(level, 4)].format(who=who, clue=clue(hint, level))
+    return f"{_context(conversation)}\n\n{text}"
+
+
+def shared_messages() -> tuple[tuple[str, str], ...]:
+    """The system text and the few-shot turns: the same leading messages in every request, so an
+    embedded model evaluates them once."""
+    out = [("system", SYSTEM)]
+    for conversation, level, hint, reply in EXAMPLES:
+        out += [("user", user_message(conversation, level, hint, "A")), ("assistant", reply)]
+    return tuple(out)
+
+
+_SHARED = shared_messages()
 
 
 def build_request(step: Step, max_tokens: int, temperature: float, seed: int) -> ChatRequest:
     """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer)."""
-    who = step.next_speaker
-    system = (
-        f"You predict what speaker {who} ({ROLE_NAMES.get(who, 'the other speaker')}) will say next in a "
-        f"spoken conversation. Reply with only {who}'s words: one or two short spoken sentences, "
-        f"10 to 30 words, no lists, no quotes, no markup."
-    )
-    user = f"Conversation so far:\n{step.conversation_context}\n\n{LEVEL_INSTRUCTIONS[step.level]}"
-    if step.level >= 1:
-        user += f"\nHint: {step.true_reply}"
-    user += f"\n\nWhat does {who} say next?"
-    return ChatRequest(messages=(("system", system), ("user", user)), max_tokens=max_tokens,
+    question = user_message(step.conversation_context, step.level, step.true_reply, step.next_speaker)
+    return ChatRequest(messages=_SHARED + (("user", question),), max_tokens=max_tokens,
                        temperature=temperature, seed=seed)
-
-
-_LABEL = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|answer|hint|response|reply)\s*(?:says|said)?\s*[:,-]?\s+",
-                    re.IGNORECASE)
-_OTHER_LINE = re.compile(r"^\s*(?:speaker\s+)?[AB]\s*:", re.IGNORECASE)
-
-
-def clean_prediction(text: str) -> str:
-    """Model output -> short spoken text: no labels, quotes, markup or lists; at most 30 words."""
-    lines = [ln for ln in text.replace("\r", "").split("\n")]
-    kept: list[str] = []
-    for i, ln in enumerate(lines):
-        if i > 0 and _OTHER_LINE.match(ln):
-            break  # the model went on to write the other speaker's turn
-        ln = re.sub(r"^\s*(?:[-*•>#]+|\d+[.)])\s*", "", ln)
-        if ln.strip():
-            kept.append(ln.strip())
-    out = " ".join(kept)
-    for _ in range(2):
-        out = _LABEL.sub("", out)
-    out = re.sub(r"[*_`#<>\[\]{}|\"“”]", "", out)
-    out = re.sub(r"\s+", " ", out).strip().strip("'").strip()
-    words = out.split()
-    if len(words) > MAX_WORDS:
-        clipped = " ".join(words[:MAX_WORDS])
-        cut = max(clipped.rfind(". "), clipped.rfind("? "), clipped.rfind("! "))
-        out = clipped[: cut + 1] if cut > 0 and len(clipped[: cut + 1].split()) >= 10 else clipped
-    return out
-
-
-def usable(prediction: str) -> bool:
-    return len(prediction.split()) >= MIN_WORDS

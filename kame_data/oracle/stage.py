@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 
 from kame_data.llm.accounting import Account, Meter, Prices
-from kame_data.llm.base import ChatBackend
+from kame_data.llm.base import ChatBackend, complete_chains
 from kame_data.llm.config import BackendConfig, open_backend
 from kame_data.oracle.ladder import Step, ladder
-from kame_data.oracle.prompts import build_request, clean_prediction, usable
+from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
+from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.step import Resources
 from kame_data.step import Step as PipelineStep
@@ -23,7 +26,7 @@ TARGETS = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
 class OracleConfig:
     interval: float = 0.5
     target: str = "assistant"
-    retries: int = 2  # extra attempts (new seed) for an unusable prediction
+    retries: int = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
     trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
     level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
     budget_usd: float | None = None  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
@@ -46,13 +49,28 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         b = config.backend
         self.meter = Account(meter if meter is not None else Meter(config.budget_usd),
                              Prices(b.prompt_price_per_million, b.completion_price_per_million))
+        self.replies: Counter[str] = Counter()  # attempts by outcome: ok, each non-reply kind, repaired cuts
+        self._lock = threading.Lock()
 
     @property
     def resources(self) -> Resources:
         # A remote service takes requests from several batches at once (its client bounds what is
-        # in flight); the embedded model answers in order, one batch at a time.
-        remote = self.cfg.backend.kind == "openai"
-        return Resources(cpus=0.2 if remote else 1.0, concurrent_batches=8 if remote else 1)
+        # in flight). The embedded model answers each dialogue as a chain that starts from the same
+        # state (llm/llama_worker.py), so its answers do not depend on scheduling either: one batch
+        # per model instance keeps every instance busy through the retry rounds.
+        b = self.cfg.backend
+        if b.kind == "openai":
+            return Resources(cpus=0.2, concurrent_batches=8)
+        if b.kind == "llamacpp":
+            from kame_data.llm.llamacpp import plan_instances
+
+            instances, threads = plan_instances(b.instances, b.threads)
+            return Resources(cpus=float(instances * threads), concurrent_batches=instances)
+        return Resources(cpus=1.0, concurrent_batches=1)
+
+    def identity(self) -> dict:
+        """Checkpoints depend on the prompt text too, not only on the config."""
+        return {**super().identity(), "prompt_version": PROMPT_VERSION}
 
     def setup(self) -> None:
         if self.backend is None:
@@ -66,37 +84,64 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             inner.close()
 
     def summary(self) -> dict:
-        return self.backend.summary() if hasattr(self.backend, "summary") else {}
+        out = self.backend.summary() if hasattr(self.backend, "summary") else {}
+        return {**out, "prompt_version": PROMPT_VERSION, "predictions": dict(sorted(self.replies.items()))}
 
     def run(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
         return self.map(batch)
 
-    def _predict(self, steps: list[Step]) -> tuple[list[str], list[str]]:
-        """(prediction, error) per step. Level 5 is the true reply unless `level5: call`.
+    def _predict(self, ladders: list[list[Step]]) -> list[list[tuple[str, str]]]:
+        """(prediction, error) per step of each dialogue. Level 5 is the true reply unless `level5: call`.
 
-        An unusable answer is asked again with a new seed; a prediction stays '' when every
-        attempt was unusable, with error set when the service failed on any attempt (so the
-        dialogue is a transient reject, not a ladder with a hole a rerun might fill)."""
+        Each dialogue's steps go out as one chain, in time order (each prompt extends the one
+        before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
+        up to `retries` times; a prediction stays '' when every attempt failed, with error set when
+        the service failed on any attempt (so the dialogue is a transient reject, not a ladder with
+        a hole a rerun might fill)."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
-        preds = [s.true_reply if (s.level == 5 and direct) else "" for s in steps]
-        errors = [""] * len(steps)
-        pending = [i for i, s in enumerate(steps) if not (s.level == 5 and direct)]
+        out = [[(s.true_reply, "") if (s.level == 5 and direct) else ("", "") for s in steps] for steps in ladders]
+        pending = [[i for i, s in enumerate(steps) if not (s.level == 5 and direct)] for steps in ladders]
+        last: dict[tuple[int, int], str] = {}  # the latest non-reply kind of each step still pending
         for attempt in range(self.cfg.retries + 1):
-            if not pending:
+            live = [d for d, p in enumerate(pending) if p]
+            if not live:
                 break
-            reqs = [build_request(steps[i], b.max_tokens, b.temperature, seed=attempt) for i in pending]
-            results = self.backend.complete(reqs)
-            still = []
-            for i, res in zip(pending, results):
-                text = clean_prediction(res.text)
-                errors[i] = res.error or errors[i]  # a service failure on any attempt: not final
-                if usable(text):
-                    preds[i], errors[i] = text, ""
-                else:
-                    still.append(i)
-            pending = still
-        return preds, errors
+            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt) for i in pending[d]]
+                      for d in live]
+            answers = complete_chains(self.backend, chains)
+            last = {}
+            for d, results in zip(live, answers):
+                still = []
+                for i, res in zip(pending[d], results):
+                    text, kind = self._reply(ladders[d][i], res, b.max_tokens)
+                    # A service failure on any attempt stays: the dialogue is then a transient reject.
+                    out[d][i] = (text, "") if not kind else ("", res.error or out[d][i][1])
+                    if kind:
+                        still.append(i)
+                        last[d, i] = kind
+                pending[d] = still
+        for kind in last.values():  # no reply after every attempt: the event is dropped
+            self._count(f"dropped_{kind}")
+        return out
+
+    def _reply(self, step: Step, res, max_tokens: int) -> tuple[str, str]:
+        """(cleaned text, '' or the kind of non-reply); counted for the manifest."""
+        text = clean_prediction(res.text)
+        shown = clue(step.true_reply, step.level)
+        truncated = res.completion_tokens >= max_tokens
+        if truncated and text:
+            repaired = repair_cut(text)
+            if repaired and repaired != text and not classify(repaired, step.conversation_context, shown):
+                text, truncated = repaired, False
+                self._count("cut_repaired")
+        kind = "service_error" if res.error else classify(text, step.conversation_context, shown, truncated)
+        self._count(kind or "ok")
+        return text, kind
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.replies[key] += 1
 
     def map(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
         """Per dialogue: [Sample, event rejects…] or [Reject]. All steps of the batch are sent
@@ -105,15 +150,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         target = TARGETS[self.cfg.target]
         ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
                    for r in batch]
-        flat = [s for steps in ladders for s in steps]
-        preds, errors = self._predict(flat)
-        groups: list[list[Sample | Reject]] = []
-        offset = 0
-        for rendered, steps in zip(batch, ladders):
-            mine = list(zip(preds[offset: offset + len(steps)], errors[offset: offset + len(steps)]))
-            offset += len(steps)
-            groups.append(self._assemble(rendered, steps, mine))
-        return groups
+        predictions = self._predict(ladders)
+        return [self._assemble(rendered, steps, mine) for rendered, steps, mine in zip(batch, ladders, predictions)]
 
     def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
         failed = [e for _, e in mine if e]
@@ -128,7 +166,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         for step, (pred, _) in zip(steps, mine):
             if not pred:
                 out.append(Reject(self.name, f"{rendered.id}@{step.timestamp_ms}", "empty_prediction",
-                                  f"no usable prediction after {self.cfg.retries + 1} attempts (level {step.level})"))
+                                  f"no reply among {self.cfg.retries + 1} attempts (level {step.level})"))
                 continue
             events.append(OracleEvent(
                 timestamp_ms=step.timestamp_ms, conversation_context=step.conversation_context, prediction=pred,

@@ -30,7 +30,7 @@ from typing import Any, Optional
 from kame_data.atomic import write_text
 from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
 from kame_data.dataset.stats import RowStats
-from kame_data.oracle.metrics import reply_spans, token_f1, true_replies
+from kame_data.oracle.metrics import reply_spans, rouge_l, token_f1, true_replies
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
             reply_words.append(span)
         out_events.append({"t": e["timestamp_ms"], "level": e["level"], "ratio": round(e["current_spoken_ratio"], 3),
                            "prediction": e["prediction"], "hint": e["hint"], "reply": replies.index(truth),
-                           "f1": round(token_f1(e["prediction"], truth), 3), "channel": e["channel"]})
+                           "f1": round(token_f1(e["prediction"], truth), 3),
+                           "rouge": round(rouge_l(e["prediction"], truth), 3), "channel": e["channel"]})
     return {
         "id": row["id"], "item": row["item_id"], "source": row["source"], "category": row["category"],
         "variant": row["variant"], "duration": row["duration"],
@@ -131,13 +132,17 @@ def _summary(ds: DatasetDir, stats: RowStats) -> dict[str, Any]:
     if not rejects:
         by_reason = dict(ds.manifest.get("rejects", {}))
     f1s = {lv: [] for lv in range(6)} | (stats.f1_values or {})
+    rouges = {lv: [] for lv in range(6)} | (stats.rouge_values or {})
     categories = {f"{source} / {category}": n for (source, category), n in stats.per_category.items()}
     return {
         "dialogues": stats.samples,
         "events": stats.events,
         "seconds": round(stats.seconds, 2),
         "levels": [{"level": lv, "events": len(xs), "f1_mean": round(mean(xs), 3) if xs else None,
-                    "f1_q": _quantiles(xs) if xs else None} for lv, xs in sorted(f1s.items())],
+                    "f1_q": _quantiles(xs) if xs else None,
+                    "rouge_mean": round(mean(rouges[lv]), 3) if rouges[lv] else None,
+                    "rouge_q": _quantiles(rouges[lv]) if rouges[lv] else None} for lv, xs in sorted(f1s.items())],
+        "similarity_by_source": stats.manifest_fields()["oracle_similarity_by_source"],
         "durations": _histogram([d for per_source in stats.durations.values() for d in per_source]),
         "per_source": {s: g.dialogues for s, g in sorted(stats.per_source.items())},
         "per_category": dict(sorted(categories.items())),

@@ -92,6 +92,15 @@
       text: l.events ? `${fmt2(l.f1_mean)}  (n=${l.events})` : "no events",
       tip: l.events ? `level ${l.level}: mean ${fmt2(l.f1_mean)}, quartiles ${l.f1_q.map(fmt2).join(" / ")}, ${l.events} events` : `level ${l.level}: no events`,
     })), {max: 1, labelW: 70});
+    hbars(document.getElementById("c-rouge"), S.levels.map((l) => ({
+      label: "level " + l.level, value: l.rouge_mean || 0, color: LEVEL_COLORS[l.level], range: l.rouge_q ? [l.rouge_q[0], l.rouge_q[2]] : null,
+      text: l.events ? `${fmt2(l.rouge_mean)}  (n=${l.events})` : "no events",
+      tip: l.events ? `level ${l.level}: mean ${fmt2(l.rouge_mean)}, quartiles ${l.rouge_q.map(fmt2).join(" / ")}, ${l.events} events` : `level ${l.level}: no events`,
+    })), {max: 1, labelW: 70});
+    hbars(document.getElementById("c-source-sim"), Object.entries(S.similarity_by_source || {}).flatMap(([k, v]) => [
+      {label: k + " F1", value: v.token_f1, text: `${fmt2(v.token_f1)}  (n=${v.events})`, tip: `${k}: token-F1 ${fmt2(v.token_f1)} over ${v.events} events`},
+      {label: k + " RL", value: v.rouge_l, color: "#8c6bb1", text: fmt2(v.rouge_l), tip: `${k}: ROUGE-L ${fmt2(v.rouge_l)} over ${v.events} events`},
+    ]), {max: 1, labelW: 120});
     hbars(document.getElementById("c-levels"), S.levels.map((l) => ({label: "level " + l.level, value: l.events, color: LEVEL_COLORS[l.level]})), {labelW: 70});
     vbars(document.getElementById("c-durations"), S.durations.edges, S.durations.counts);
     hbars(document.getElementById("c-sources"), Object.entries(S.per_source).map(([k, v]) => ({label: k, value: v})), {});
@@ -207,7 +216,7 @@
       const m = el("button", "mk lv" + e.level);
       m.type = "button";
       m.style.left = (e.t / 1000) * PX_PER_S - 5 + "px";
-      m.title = `${secs(e.t)} s · level ${e.level} · ratio ${fmt2(e.ratio)} · F1 ${fmt2(e.f1)}`;
+      m.title = `${secs(e.t)} s · level ${e.level} · ratio ${fmt2(e.ratio)} · F1 ${fmt2(e.f1)} · ROUGE-L ${fmt2(e.rouge)}`;
       m.setAttribute("aria-label", "oracle event at " + secs(e.t) + " s, level " + e.level);
       m.dataset.i = i;
       m.addEventListener("click", () => select(c, i, true));
@@ -270,7 +279,7 @@
     const table = el("table", "ladder");
     const thead = el("thead");
     const hr = el("tr");
-    for (const h of ["t (s)", "level", "ratio", "prediction", "hint shown", "F1"]) hr.append(el("th", "", h));
+    for (const h of ["t (s)", "level", "ratio", "prediction", "hint shown", "F1", "ROUGE-L"]) hr.append(el("th", "", h));
     thead.append(hr);
     const tbody = el("tbody");
     let lastReply = -1;
@@ -278,7 +287,7 @@
       if (e.reply !== lastReply) {
         const rr = el("tr", "reply-row");
         const td = el("td", "", "");
-        td.colSpan = 6;
+        td.colSpan = 7;
         td.append(el("span", "reply-k", "true reply: "), el("span", "reply-v", d.replies[e.reply]));
         rr.append(td);
         c.replyRows.push({row: rr, events: []});
@@ -291,11 +300,13 @@
       lvTd.append(levelBadge(e.level));
       const f1 = el("td", "num f1", fmt2(e.f1));
       f1.classList.add(e.f1 >= 0.6 ? "hi" : e.f1 >= 0.3 ? "mid" : "lo");
+      const rouge = el("td", "num f1", fmt2(e.rouge));
+      rouge.classList.add(e.rouge >= 0.6 ? "hi" : e.rouge >= 0.3 ? "mid" : "lo");
       const hintTd = el("td", e.hint ? "hint" : "hint none");
       const hintText = el("div", "clamp", e.hint || "—");
       if (e.hint) hintText.title = e.hint;
       hintTd.append(hintText);
-      tr.append(el("td", "num", secs(e.t)), lvTd, el("td", "num", fmt2(e.ratio)), el("td", "pred", e.prediction), hintTd, f1);
+      tr.append(el("td", "num", secs(e.t)), lvTd, el("td", "num", fmt2(e.ratio)), el("td", "pred", e.prediction), hintTd, f1, rouge);
       tr.addEventListener("click", () => select(c, i, true));
       c.replyRows[c.replyRows.length - 1].events.push(i);
       c.rows.push(tr);
@@ -322,7 +333,7 @@
     c.root.classList.add("has-sel");
     c.cmp.head.textContent = "";
     c.cmp.head.append(document.createTextNode(`at ${secs(e.t)} s  `), levelBadge(e.level),
-      document.createTextNode(`  spoken ratio ${fmt2(e.ratio)}  ·  token-F1 ${fmt2(e.f1)}`));
+      document.createTextNode(`  spoken ratio ${fmt2(e.ratio)}  ·  token-F1 ${fmt2(e.f1)}  ·  ROUGE-L ${fmt2(e.rouge)}`));
     c.cmp.pred.textContent = e.prediction;
     c.cmp.truth.textContent = d.replies[e.reply];
     c.cmp.hint.textContent = e.hint ? "hint shown to the simulator: " + e.hint : "no hint shown (level 0: history only)";

@@ -1,0 +1,119 @@
+"""What runs inside an embedded-model worker process: one llama.cpp model, and chains of requests.
+
+Speed: llama.cpp keeps the KV cache of the previous prompt, so a prompt that shares a prefix with
+the one before it only evaluates its new tokens. The oracle's requests are sent as chains (one
+dialogue's steps in time order: each prompt is the previous one plus a few words), and the leading
+messages every request shares (system text, few-shot examples) are evaluated once per process.
+
+Determinism: floats depend on how tokens were split into evaluation batches, so reusing a KV
+prefix left behind by an *unrelated* prompt could change an answer. Every chain therefore starts
+from the same state, the shared messages evaluated alone from an empty cache; a chain's answers
+then depend only on the chain, never on which process ran it or what ran before.
+
+Models without a chat template (base models such as Gemma 3 270M) get a plain few-shot layout.
+"""
+
+from __future__ import annotations
+
+from kame_data.llm.base import ChatRequest, ChatResult
+
+_LLM = None
+_LOAD_ERROR = ""
+_FORMAT = None  # a Jinja2ChatFormatter for chat models, None for the plain layout
+_START: tuple[int, ...] | None = None  # the tokens whose KV the cache holds as evaluated alone
+
+STOP = ("\n",)  # a spoken reply is one line: what follows a newline is another turn (or noise)
+
+
+def load(path: str, n_ctx: int, threads: int) -> None:
+    global _LLM, _LOAD_ERROR, _FORMAT
+    try:
+        from llama_cpp import Llama
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        _LLM = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False,
+                     seed=0)
+        template = _LLM.metadata.get("tokenizer.chat_template")
+        if template:
+            model = _LLM._model
+            eos, bos = model.token_eos(), model.token_bos()
+            _FORMAT = Jinja2ChatFormatter(template, model.token_get_text(eos) if eos != -1 else "",
+                                          model.token_get_text(bos) if bos != -1 else "")
+    except Exception as e:  # reported to the parent by the readiness probe
+        _LOAD_ERROR = f"{type(e).__name__}: {e}"
+
+
+def ready() -> str:
+    return _LOAD_ERROR if _LLM is None else ""
+
+
+def plain_layout(messages: tuple[tuple[str, str], ...], open_reply: bool) -> str:
+    """System text, then `Input:` / `Reply:` pairs; ends with an open `Reply:` when asked to."""
+    parts = []
+    for role, content in messages:
+        if role == "system":
+            parts.append(f"{content}\n\n")
+        elif role == "user":
+            parts.append(f"Input:\n{content}\n")
+        else:
+            parts.append(f"Reply: {content}\n\n")
+    if open_reply:
+        parts.append("Reply:")
+    return "".join(parts)
+
+
+def _text(messages: tuple[tuple[str, str], ...], open_reply: bool) -> tuple[str, bool]:
+    """The prompt text, and whether it already holds the special tokens (BOS) it needs."""
+    if _FORMAT is None:
+        return plain_layout(messages, open_reply), False
+    _FORMAT.add_generation_prompt = open_reply
+    return _FORMAT(messages=[{"role": r, "content": c} for r, c in messages]).prompt, True
+
+
+def tokens_of(messages: tuple[tuple[str, str], ...]) -> tuple[list[int], int]:
+    """The prompt's tokens, and how many of them the leading messages (all but the last) fill."""
+    full, special = _text(messages, True)
+    lead, _ = _text(messages[:-1], False)
+    tok = lambda s: _LLM.tokenize(s.encode("utf-8"), add_bos=not special, special=True)  # noqa: E731
+    a, b = tok(full), tok(lead) if messages[:-1] else []
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
+        shared += 1
+    return a, shared
+
+
+def _start_from(prefix: list[int]) -> None:
+    """Put the cache in the state 'prefix evaluated alone from empty'."""
+    global _START
+    if _START == tuple(prefix) and _LLM.n_tokens >= len(prefix):
+        _LLM.n_tokens = len(prefix)  # generate() drops the KV beyond this before its next eval
+        return
+    _LLM.reset()
+    if prefix:
+        _LLM.eval(prefix)
+    _START = tuple(prefix)
+
+
+def _one(req: ChatRequest, prompt: list[int]) -> ChatResult:
+    if len(prompt) + req.max_tokens > _LLM.n_ctx():
+        return ChatResult(text="", error=f"prompt of {len(prompt)} tokens does not fit the context "
+                                         f"({_LLM.n_ctx()}; raise oracle.backend.n_ctx)")
+    r = _LLM.create_completion(prompt, max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
+                               stop=list(STOP))
+    usage = r.get("usage") or {}
+    return ChatResult(text=r["choices"][0].get("text") or "", prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                      completion_tokens=int(usage.get("completion_tokens", 0)))
+
+
+def complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
+    """Answer one chain in order, starting from the shared messages' canonical state."""
+    global _START
+    out = []
+    for i, req in enumerate(chain):
+        prompt, shared = tokens_of(req.messages)
+        if i == 0:
+            _start_from(prompt[:shared])
+        elif _START is not None and tuple(prompt[: len(_START)]) != _START:
+            _START = None  # this prompt overwrites the canonical prefix
+        out.append(_one(req, prompt))
+    return out

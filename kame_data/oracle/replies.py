@@ -1,0 +1,104 @@
+"""From model output to a spoken reply, and the ways an output fails to be one.
+
+A small simulator often answers *about* the conversation ("A's next response would be …",
+"responds: …", "You cannot predict …"), repeats the user's words, stops after a word or two, or
+runs out of tokens mid-word. `classify` names each of these so the stage can ask again (within its
+retry budget) and count every kind in the manifest.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kame_data.oracle.metrics import tokens
+
+MIN_WORDS, MAX_WORDS = 3, 30
+
+# Kinds of non-replies, in the order they are checked.
+EMPTY, SHORT, META, ECHO, CUT = "empty", "too_short", "meta", "echo", "cut"
+KINDS = (EMPTY, SHORT, META, ECHO, CUT)
+
+_LABEL = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|answer|hint|clue|response|reply|model)\s*"
+                    r"(?:says|said|responds|replies)?\s*[:,-]?\s+", re.IGNORECASE)
+_OTHER_LINE = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|###)\s*:?", re.IGNORECASE)
+
+# Talk about the conversation instead of a reply in it.
+_META = re.compile(
+    r"\b(?:next\s+(?:response|reply|turn|sentence|thing\s+(?:they|he|she)\s+says?)|(?:speaker|person)\s+[AB]\b|"
+    r"[AB]'s\s+(?:next|reply|response|answer|turn)|(?:cannot|can't|can\s+not|impossible\s+to)\s+(?:predict|tell|know)|"
+    r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|no\s+(?:hint|clue)|as\s+an\s+ai)\b"
+    r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
+    re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
+
+
+def clean_prediction(text: str) -> str:
+    """Model output -> short spoken text: no labels, quotes, markup or lists; at most 30 words."""
+    lines = text.replace("\r", "").split("\n")
+    kept: list[str] = []
+    for i, ln in enumerate(lines):
+        if i > 0 and (_OTHER_LINE.match(ln) or (not ln.strip() and kept)):
+            break  # the model went on to write another turn
+        ln = re.sub(r"^\s*(?:[-*•>#]+|\d+[.)])\s*", "", ln)
+        if ln.strip():
+            kept.append(ln.strip())
+    out = " ".join(kept)
+    for _ in range(2):
+        out = _LABEL.sub("", out)
+    out = re.sub(r"[*_`#<>\[\]{}|\"“”]", "", out)
+    out = re.sub(r"\s+", " ", out).strip().strip("'").strip()
+    words = out.split()
+    if len(words) > MAX_WORDS:
+        clipped = " ".join(words[:MAX_WORDS])
+        cut = max(clipped.rfind(". "), clipped.rfind("? "), clipped.rfind("! "))
+        out = clipped[: cut + 1] if cut > 0 and len(clipped[: cut + 1].split()) >= 10 else clipped
+    return out
+
+
+def repair_cut(text: str) -> str:
+    """An output that ran out of tokens, back to its last whole sentence ('' when none is left)."""
+    if _SENTENCE_END.search(text):
+        return text
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s)", text)]
+    return text[: ends[-1]] if ends else ""
+
+
+def _longest_common_run(a: list[str], b: list[str]) -> int:
+    """Length of the longest run of tokens that `a` and `b` share (both short: quadratic is fine)."""
+    best = 0
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b):
+            if x == y:
+                cur[j + 1] = prev[j] + 1
+                best = max(best, cur[j + 1])
+        prev = cur
+    return best
+
+
+def echoes(prediction: str, context: str, shown: str = "") -> bool:
+    """True when the prediction mostly repeats the conversation: a run of at least 6 of its tokens,
+    covering half of them or more, copied from the context and not from the hint the model was shown
+    (a multiple-choice answer may legitimately quote an option the hint also names)."""
+    p = tokens(prediction)
+    run = _longest_common_run(p, tokens(context))
+    if run < 6 or run < len(p) / 2:
+        return False
+    return not shown or _longest_common_run(p, tokens(shown)) < run
+
+
+def classify(text: str, context: str, shown: str = "", truncated: bool = False) -> str:
+    """'' for a usable reply, else the kind of non-reply (one of KINDS). `text` is already cleaned;
+    `truncated`: the model stopped at its token limit (the end may be cut mid-word)."""
+    if not text.strip():
+        return EMPTY
+    if truncated and not _SENTENCE_END.search(text):
+        return CUT
+    if len(text.split()) < MIN_WORDS:
+        return SHORT
+    if _META.search(text):
+        return META
+    if echoes(text, context, shown):
+        return ECHO
+    return ""
