@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from kame_data.llm.accounting import Meter, Prices
 from kame_data.llm.base import ChatBackend
 from kame_data.llm.config import BackendConfig, open_backend
-from kame_data.oracle.ladder import Step, ladder
+from kame_data.oracle.ladder import Step, floor_words, ladder
 from kame_data.oracle.prompts import build_request, clean_prediction, usable
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.step import Resources
@@ -100,8 +100,9 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         together, so a remote backend overlaps them."""
         self.setup()
         target = TARGETS[self.cfg.target]
-        ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
-                   for r in batch]
+        # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
+        ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
+                          only_new_words=self.cfg.trigger == "new_words") for r in batch]
         flat = [s for steps in ladders for s in steps]
         preds, errors = self._predict(flat)
         groups: list[list[Sample | Reject]] = []

@@ -136,9 +136,6 @@ class SpeakConfig:
                 object.__setattr__(self, name, cls(**getattr(self, name)))
         if self.balance not in ("", "sex", "accent"):
             raise ValueError(f"speak.balance: {self.balance!r} (use sex, accent or leave it out)")
-        if self.reply.max_p95 is not None and not self.reply.own_gap and self.gap.quantile(0.95) > self.reply.max_p95:
-            raise ValueError(f"speak.reply: the gap's 95th percentile ({self.gap.quantile(0.95):.2f} s) is above "
-                             f"max_p95 ({self.reply.max_p95} s)")
         if isinstance(self.gap, (list, tuple)):
             if len(self.gap) != 2:
                 raise ValueError(f"speak.gap: give [low, high] or a mapping, got {self.gap!r}")
@@ -152,6 +149,9 @@ class SpeakConfig:
             v = getattr(self, name)
             if isinstance(v, list):
                 object.__setattr__(self, name, tuple(v))
+        if self.reply.max_p95 is not None and not self.reply.own_gap and self.gap.quantile(0.95) > self.reply.max_p95:
+            raise ValueError(f"speak.reply: the gap's 95th percentile ({self.gap.quantile(0.95):.2f} s) is above "
+                             f"max_p95 ({self.reply.max_p95} s)")
 
     def gap_for(self, speaker: str, previous: str) -> GapConfig:
         """The distribution of the gap before a turn of `speaker` after one of `previous`."""

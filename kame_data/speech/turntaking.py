@@ -76,6 +76,7 @@ def backchannel_slots(floor: Sequence[tuple[str, str, float, float]], turn_spans
     `turn_spans`: (speaker, first index, last index + 1) of each turn's words in `floor`."""
     listeners = {SPEAKER[r] for r in cfg.listeners}
     out: list[Slot] = []
+    taken: list[float] = []  # boundaries used so far (slots start a little after theirs)
     for speaker, a, b in turn_spans:
         listener = "A" if speaker == "B" else "B"
         if listener not in listeners or b - a < 2:
@@ -91,9 +92,9 @@ def backchannel_slots(floor: Sequence[tuple[str, str, float, float]], turn_spans
                 continue
             if any(s - 1.5 < t < e + 0.5 for s, e in own):  # the listener is about to speak, or just did
                 continue
-            boundaries.append((t, 0.2 + pause))
+            boundaries.append((t, 0.02 + pause ** 2))  # pauses (commas, sentence ends) draw most
         for _ in range(n):
-            free = [(t, w) for t, w in boundaries if all(abs(t - s.start) >= cfg.min_spacing for s in out)]
+            free = [(t, w) for t, w in boundaries if all(abs(t - u) >= cfg.min_spacing for u in taken)]
             if not free:
                 break
             u, acc = rng.random() * sum(w for _, w in free), 0.0
@@ -103,6 +104,7 @@ def backchannel_slots(floor: Sequence[tuple[str, str, float, float]], turn_spans
                 if u < acc:
                     pick = t
                     break
+            taken.append(pick)
             out.append(Slot(listener, round(pick + rng.uniform(0.05, 0.25), 4), rng.choice(cfg.backchannel_words)))
     return sorted(out, key=lambda s: s.start)
 
