@@ -107,12 +107,16 @@ def _mic(x: np.ndarray, sr: int, kind: str, jitter: float) -> np.ndarray:
 
     low, high = MICS[kind]
     y = x.astype(np.float32)
-    if low is not None:  # min == max: the filter is exactly the drawn one (no hidden randomness)
+    roll = 24 if kind == "phone" else 12  # dB/octave
+    # every range pinned (min == max): the filter is exactly the drawn one, no hidden randomness
+    if low is not None:
         c = low * jitter
-        y = HighPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, p=1.0)(y, sample_rate=sr)
+        y = HighPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, min_rolloff=roll, max_rolloff=roll, p=1.0)(
+            y, sample_rate=sr)
     if high is not None:
         c = min(high * jitter, 0.45 * sr)
-        y = LowPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, p=1.0)(y, sample_rate=sr)
+        y = LowPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, min_rolloff=roll, max_rolloff=roll, p=1.0)(
+            y, sample_rate=sr)
     return y.astype(np.float64)
 
 

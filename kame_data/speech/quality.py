@@ -67,10 +67,13 @@ class QualityMeter:
         return [(s["start"] / VAD_RATE, s["end"] / VAD_RATE)
                 for s in get_speech_timestamps(audio16, opts, sampling_rate=VAD_RATE)]
 
-    def turn(self, x: np.ndarray, sr: int, words: list[tuple[float, float]]) -> dict[str, Any]:
-        """Figures of one turn: `x` its window (float, full scale 1.0), `words` spans relative to it."""
-        peak = float(np.max(np.abs(x))) if len(x) else 0.0
-        out: dict[str, Any] = {"clipped": int(np.count_nonzero(np.abs(x) >= 32767 / 32768)), "peak": round(peak, 4)}
+    def turn(self, x: np.ndarray, sr: int, words: list[tuple[float, float]], tight: tuple[float, float]) -> dict[str, Any]:
+        """Figures of one turn. `x`: the stretch of its channel that belongs to it (up to halfway to the
+        speaker's neighbouring turns; float, full scale 1.0), `words` spans relative to `x`, `tight`
+        the turn itself (first word - pad, last word + pad) where level and DNSMOS are measured."""
+        core = x[int(tight[0] * sr): int(tight[1] * sr)]
+        peak = float(np.max(np.abs(core))) if len(core) else 0.0
+        out: dict[str, Any] = {"clipped": int(np.count_nonzero(np.abs(core) >= 32767 / 32768)), "peak": round(peak, 4)}
         x16 = resample(x.astype(np.float32), sr, VAD_RATE)
         speech = self.speech(x16) if peak > 1e-4 else []
         wordsu = _union(words)
@@ -80,9 +83,10 @@ class QualityMeter:
         out["vad_speech_s"] = round(speech_s, 3)
         out["vad_outside_s"] = round(speech_s - _overlap(speech, padded), 3)
         out["vad_word_share"] = round(_overlap(speech, wordsu) / word_s, 3) if word_s > 0 else None
-        out["lufs"] = _lufs(x, sr)
+        out["lufs"] = _lufs(core, sr)
         if self.dnsmos is not None and peak > 1e-4:
-            mos = self.dnsmos(np.clip(x16, -1.0, 1.0).astype(np.float64), VAD_RATE, False)
+            c16 = resample(core.astype(np.float32), sr, VAD_RATE)
+            mos = self.dnsmos(np.clip(c16, -1.0, 1.0).astype(np.float64), VAD_RATE, False)
             out.update(dnsmos=round(float(mos["ovrl_mos"]), 3), dnsmos_sig=round(float(mos["sig_mos"]), 3),
                        dnsmos_bak=round(float(mos["bak_mos"]), 3))
         else:
@@ -90,16 +94,21 @@ class QualityMeter:
         return out
 
     def dialogue(self, r: RenderedDialogue) -> list[dict[str, Any]]:
-        """One figures dict per turn of a rendered dialogue (its clean channels)."""
+        """One figures dict per turn of a rendered dialogue (its clean channels). Each channel is
+        covered whole: a turn owns its channel up to halfway to its speaker's previous and next turns."""
         sr = r.sample_rate
         figures = []
-        for turn, timing in zip(r.dialogue.turns, r.timings):
-            a = max(timing.start - WINDOW_PAD, 0.0)
-            b = min(timing.end + WINDOW_PAD, r.duration)
+        turns = list(zip(r.dialogue.turns, r.timings))
+        for k, (turn, timing) in enumerate(turns):
+            same = [tm for t, tm in turns if t.speaker == turn.speaker]
+            i = same.index(timing)
+            a = (same[i - 1].end + timing.start) / 2 if i > 0 else 0.0
+            b = (timing.end + same[i + 1].start) / 2 if i + 1 < len(same) else r.duration
             x = r.audio[int(a * sr): int(b * sr), CHANNEL[turn.speaker]].astype(np.float32) / 32768
             spans = [(max(w.start, a) - a, min(w.end, b) - a) for w in r.words
                      if w.speaker == turn.speaker and w.end > a and w.start < b]
-            figures.append(self.turn(x, sr, spans))
+            tight = (max(timing.start - WINDOW_PAD, a) - a, min(timing.end + WINDOW_PAD, b) - a)
+            figures.append(self.turn(x, sr, spans, tight))
         return figures
 
 
