@@ -164,6 +164,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         """Render a batch; results come back in input order, the same for any number of workers."""
         if self.workers == 1 or len(batch) == 0:
             self.open_local()
+            self.screen()
             return [self.render(d) for d in batch]
         self._start_workers()
         futures = [self._executor.submit(_render_in_worker, d, frozenset(self.dropped)) for d in batch]
@@ -213,8 +214,6 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
     def render(self, dialogue: Dialogue) -> RenderedDialogue | Reject:
         """Render, then (with `speak.answer`) check the answer survived; a voice that loses it is
         left out for this dialogue and the next assistant voice tried."""
-        if self._executor is None:
-            self.screen()
         skip: list[str] = []
         while True:
             r = self._render_once(dialogue, skip)
