@@ -131,3 +131,41 @@ def test_oracle_stage_reads_the_floor_and_the_metrics_agree():
     events = [e.to_dict() for e in sample.oracle]
     assert true_replies(words, [{**e, "hint": ""} for e in events]) == ["it's four"] * 3
     assert sample.oracle[-1].prediction == "it's four"  # level 5: the true reply itself
+
+
+def test_fit_gaps_from_an_export_and_back_into_a_recipe(tmp_path):
+    import json
+    import subprocess
+
+    import yaml
+
+    from kame_data.dataset.fit_gaps import corpus_gaps, fit_histogram, gaps_of, turns_of
+    from tests.conftest import CLI
+
+    rng = random.Random(0)
+    (tmp_path / "text").mkdir()
+    for i in range(30):
+        t, words = 0.3, []
+        for speaker in ("B", "A", "B", "A"):
+            for k in range(5):
+                words.append({"speaker": speaker, "word": f"w{k}", "start": round(t, 3), "end": round(t + 0.25, 3)})
+                t += 0.3
+            if speaker == "B":  # a backchannel by A inside nothing: not a turn
+                words.append({"speaker": "A", "word": "mm", "start": round(t - 1.0, 3), "end": round(t - 0.8, 3),
+                              "backchannel": True})
+            t += rng.uniform(-0.2, 0.6) - 0.05 if speaker == "B" else rng.uniform(0.4, 0.9) - 0.05
+        (tmp_path / "text" / f"d{i}.json").write_text(json.dumps(words))
+    gaps = corpus_gaps(tmp_path)
+    assert len(gaps["reply"]) == 60 and len(gaps["other"]) == 30  # B->A twice, A->B once per dialogue
+    assert -0.2 <= min(gaps["reply"]) and max(gaps["reply"]) <= 0.6
+    assert 0.4 <= min(gaps["other"]) and max(gaps["other"]) <= 0.9
+    assert gaps_of(turns_of([{"speaker": "B", "word": "a", "start": 0, "end": 1},
+                             {"speaker": "A", "word": "b", "start": 0.8, "end": 2}])) == {"reply": [-0.2], "other": []}
+    h = fit_histogram(gaps["reply"], 0.1)
+    assert h.edges[0] <= min(gaps["reply"]) and h.edges[-1] >= max(gaps["reply"]) and sum(h.weights) == 60
+    r = subprocess.run(CLI + ["fit-gaps", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    speak = yaml.safe_load(r.stdout)["speak"]
+    cfg = SpeakConfig(gap=speak["gap"], reply=speak["reply"])  # the printed YAML is a valid recipe section
+    assert cfg.reply.own_gap and cfg.gap.distribution == "histogram"
+    assert -0.2 - 0.1 <= cfg.reply.gap.quantile(0.05) and cfg.reply.gap.quantile(0.95) <= 0.6 + 0.1
