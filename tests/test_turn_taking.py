@@ -17,7 +17,7 @@ from kame_data.speech.live import answer_words, cut_turn, reply_gaps
 from kame_data.speech.mix import SpokenTurn
 from kame_data.speech.turntaking import TurnTakingConfig, backchannel_slots, barge_in
 from tests.loopback_server import LoopbackServer
-from tests.test_ladder import EXAMPLE, W, reference_ladder
+from tests.test_ladder import EXAMPLE, reference_ladder
 
 
 def _floor(n: int = 40, speaker: str = "B", step: float = 0.35, pause_every: int = 8):
