@@ -31,6 +31,10 @@ def test_quickstart_turn_taking_figures_and_export(quickstart_out, tmp_path):
         for t in row["turns"]:  # per-turn figures in the rows
             assert t["wer"] is not None and 1 <= t["dnsmos"] <= 5 and t["vad_word_share"] is not None
         assert row["acoustics"]["snr_db"] is not None
+    from kame_data.review.html import build_page
+
+    page, _ = build_page(quickstart_out, audio="none")  # the review page shows the figures per turn
+    assert "DNSMOS" in page and "dB SNR" in page
     dest = tmp_path / "kame"
     r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
