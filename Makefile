@@ -72,7 +72,7 @@ lock: setup
 	$(BIN)/pip-compile -q --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
 	    -o requirements/core.lock pyproject.toml
 	$(BIN)/pip-compile -q --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
-	    --extra tts,qa,llm,dev,train -o $(LOCK) pyproject.toml requirements/pins.in
+	    --extra tts,qa,llm,dev,train,acoustics,variants -o $(LOCK) pyproject.toml requirements/pins.in
 	sed -i -E 's/^([A-Za-z0-9_.-]+==[^+ ]+)\+[A-Za-z0-9.]+/\1/' requirements/core.lock $(LOCK)
 
 clean:

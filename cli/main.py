@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from kame_data.cli import dataset_cmds, doctor_cmd, review_cmds
+from kame_data.cli import dataset_cmds, doctor_cmd, review_cmds, speech_cmds
 from kame_data.cli.common import console_logging as _console_logging
 from kame_data.cli.common import fail as _fail
 from kame_data.scrub import scrub
@@ -162,6 +162,7 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
 dataset_cmds.register(app)
 review_cmds.register(app)
 doctor_cmd.register(app)
+speech_cmds.register(app)
 
 
 @app.command("plan")

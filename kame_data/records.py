@@ -80,6 +80,9 @@ class Dialogue:
     category: str
     variant: int
     turns: list[Turn]
+    # Spoken forms any one of which states the correct answer (a lone capital letter is an option
+    # letter); the speak step checks the rendered audio still carries one. Empty: nothing to check.
+    answer: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -91,6 +94,9 @@ class Word:
     word: str
     start: float
     end: float
+    # A listener's "mm-hm" inside the other speaker's turn: in the audio and the word stream, not
+    # on the floor (the oracle ladder reads the floor words only; DESIGN.md, "Turn-taking").
+    backchannel: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +126,12 @@ class RenderedDialogue:
     turn_start_error_ms: tuple[float | None, ...] = ()
     clipped_samples: int = 0  # samples at full scale after mixing
     qa_retries: int = 0  # voices that failed QA before the ones used
+    # Per-turn quality figures from the quality step (speech/quality.py), one dict per turn.
+    turn_quality: tuple[dict, ...] = ()
+    # What the acoustics step did to the user channel (speech/acoustics.py); empty: clean.
+    acoustics: dict = field(default_factory=dict)
+    # Turn-taking that shaped this dialogue: per turn, words cut off by a barge-in.
+    turn_cut_words: tuple[int, ...] = ()
 
     @property
     def id(self) -> str:

@@ -31,7 +31,7 @@ def quickstart_out(tmp_path_factory) -> Path:
     """The bundled quickstart on 3 items (one per source style), run once per session through the CLI."""
     out = tmp_path_factory.mktemp("qs") / "out"
     r = subprocess.run(CLI + ["run", "quickstart", "--out", str(out), "--limit", "3", "--quiet"],
-                       capture_output=True, text=True, timeout=900, env=os.environ.copy())
+                       capture_output=True, text=True, timeout=2400, env=os.environ.copy())
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"dataset: {out.resolve()}" in r.stdout
     return out

@@ -48,7 +48,7 @@ def test_schema_and_dataclasses_name_the_same_keys(section):
 
 def test_voice_schema_matches_voice_config():
     root = schema("recipe")
-    assert set(schema_keys(root["$defs"]["voice"], root)) == set(dataclass_keys(VoiceConfig))
+    assert set(schema_keys(root["$defs"]["voice_mapping"], root)) == set(dataclass_keys(VoiceConfig))
 
 
 def test_resolved_recipe_is_valid_and_stable(tmp_path):

@@ -14,6 +14,7 @@ import yaml
 from kame_data.atomic import atomic_path, write_text
 from kame_data.dataset.folder import DatasetDir
 from kame_data.dataset.rows import features
+from kame_data.dataset.speech_card import SPEECH_KEYS, speech_sections
 
 log = logging.getLogger("kame_data.dataset.card")
 
@@ -221,7 +222,9 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
     quality = manifest.get("quality")
     if isinstance(quality, dict) and quality:
         lines += ["", "### Quality", "", "| measure | value |", "|---|---|"]
-        lines += [f"| {_cell(k)} | {_cell(v)} |" for k, v in _flatten(quality)]
+        lines += [f"| {_cell(k)} | {_cell(v)} |"
+                  for k, v in _flatten({k: v for k, v in quality.items() if k not in SPEECH_KEYS})]
+        lines += speech_sections(manifest)
     timings = manifest.get("timings") or {}
     if timings:
         lines += ["", "### Run time (seconds)", "", "| stage | seconds |", "|---|---|"]
@@ -273,6 +276,8 @@ def _voice(cfg: dict[str, Any] | list | None, engine: str, voice: str) -> str:
     if isinstance(cfg, list):  # a voice pool: each dialogue draws one
         return "a pool of " + "; ".join(_voice(c, engine, voice) for c in cfg)
     cfg = cfg or {"engine": engine, "voice": voice}
+    if cfg.get("name"):  # a catalogue voice: its name says it (the Voices table has the rest)
+        return f"`{cfg['name']}`"
     extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
     return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")
 

@@ -11,6 +11,8 @@ from kame_data.audio import wav_bytes
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000
+# Per-turn speech figures (null where not measured): Whisper's WER, then the quality step's.
+TURN_FIGURES = ("wer", "dnsmos", "dnsmos_sig", "dnsmos_bak", "vad_speech_s", "vad_outside_s", "vad_word_share", "lufs")
 
 
 @lru_cache(maxsize=1)
@@ -23,13 +25,17 @@ def features():
         "id": s, "item_id": s, "source": s, "category": s, "variant": i32,
         "duration": f64, "sample_rate": i32,
         "audio": Audio(sampling_rate=SAMPLE_RATE),
-        "turns": List({"role": s, "speaker": s, "text": s, "spoken": s, "start": f64, "end": f64, "voice": s}),
-        "words": List({"speaker": s, "word": s, "start": f64, "end": f64}),
+        "turns": List({"role": s, "speaker": s, "text": s, "spoken": s, "start": f64, "end": f64, "voice": s,
+                       **{k: f64 for k in TURN_FIGURES}, "clipped": i32, "cut_words": i32}),
+        "words": List({"speaker": s, "word": s, "start": f64, "end": f64, "backchannel": Value("bool")}),
         "oracle": List({
             "timestamp_ms": Value("int64"), "conversation_context": s, "prediction": s,
             "total_word_count": i32, "trigger_word": s, "recent_words": List(s),
             "current_spoken_ratio": f64, "channel": i32, "hint": s, "level": i32,
         }),
+        # what the acoustics step did to the user channel; null: it is clean
+        "acoustics": {"snr_db": f64, "noise": s, "mic": s, "gain_db": f64, "limiter_db": f64,
+                      "room": {"dims": List(f64), "rt60": f64, "source": List(f64), "mic": List(f64), "distance": f64}},
     })
 
 
@@ -45,11 +51,22 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "id": d.id, "item_id": d.item_id, "source": d.source, "category": d.category, "variant": d.variant,
         "duration": round(r.duration, 4), "sample_rate": r.sample_rate,
         "audio": {"bytes": wav_bytes(r.audio, r.sample_rate), "path": f"{d.id}.wav"},
-        "turns": [{**t.to_dict(), "start": tm.start, "end": tm.end, "voice": tm.voice}
-                  for t, tm in zip(d.turns, r.timings)],
+        "turns": [{**t.to_dict(), "start": tm.start, "end": tm.end, "voice": tm.voice, **_figures(r, k)}
+                  for k, (t, tm) in enumerate(zip(d.turns, r.timings))],
         "words": [w.to_dict() for w in r.words],
         "oracle": [e.to_dict() for e in sample.oracle],
+        "acoustics": r.acoustics or None,
     }
+
+
+def _figures(r, k: int) -> dict[str, Any]:
+    """Turn k's speech figures; None where a step did not measure them."""
+    q = r.turn_quality[k] if k < len(r.turn_quality) else {}
+    out: dict[str, Any] = {name: q.get(name) for name in TURN_FIGURES}
+    out["wer"] = r.turn_wer[k] if k < len(r.turn_wer) else None
+    out["clipped"] = q.get("clipped")
+    out["cut_words"] = r.turn_cut_words[k] if k < len(r.turn_cut_words) else 0
+    return out
 
 
 def row_metadata(row: dict[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,13 @@ class Step:
         return self.true_reply if self.current_spoken_ratio > 0.5 else ""
 
 
+def floor_words(words: Sequence[Word]) -> list[Word]:
+    """The words the ladder reads: all but listener backchannels, which are in the audio and the
+    word stream but do not take the floor (DESIGN.md, "Turn-taking"). The rules above then apply
+    to these words exactly as written."""
+    return [w for w in words if not getattr(w, "backchannel", False)]
+
+
 def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | None = None,
            channels: dict[str, int] | None = None, only_new_words: bool = False) -> list[Step]:
     """All steps of one dialogue (two speakers), in time order.

@@ -55,7 +55,8 @@ def reply_spans(words: Sequence[dict[str, Any]], events: Sequence[dict[str, Any]
     reply is the next speaker's first run after them, exactly what the ladder gives as the hint,
     and defined at level 0 too, where the hint was withheld.
     """
-    order = sorted(range(len(words)), key=lambda i: words[i]["end"])  # stable, like the ladder
+    # floor words only (backchannels never enter the ladder), stable by end time like the ladder
+    order = sorted((i for i in range(len(words)) if not words[i].get("backchannel")), key=lambda i: words[i]["end"])
     out = []
     for e in events:
         k = e["total_word_count"]

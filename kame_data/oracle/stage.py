@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from kame_data.llm.accounting import Account, Meter, Prices
 from kame_data.llm.base import ChatBackend, complete_chains
 from kame_data.llm.config import BackendConfig, open_backend
-from kame_data.oracle.ladder import Step, ladder
+from kame_data.oracle.ladder import Step, floor_words, ladder
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
@@ -148,8 +148,9 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         together, so a remote backend overlaps them."""
         self.setup()
         target = TARGETS[self.cfg.target]
-        ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
-                   for r in batch]
+        # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
+        ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
+                          only_new_words=self.cfg.trigger == "new_words") for r in batch]
         predictions = self._predict(ladders)
         return [self._assemble(rendered, steps, mine) for rendered, steps, mine in zip(batch, ladders, predictions)]
 

@@ -31,6 +31,7 @@ from kame_data.atomic import write_text
 from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
 from kame_data.dataset.stats import RowStats
 from kame_data.oracle.metrics import reply_spans, rouge_l, token_f1, true_replies
+from kame_data.review.speech import acoustics_text, turn_quality_text
 
 log = logging.getLogger(__name__)
 
@@ -116,8 +117,9 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
         "id": row["id"], "item": row["item_id"], "source": row["source"], "category": row["category"],
         "variant": row["variant"], "duration": row["duration"],
         "turns": [{"speaker": t["speaker"], "role": t["role"], "start": t["start"], "end": t["end"],
-                   "voice": t["voice"], "text": t["text"]} for t in row["turns"]],
-        "words": [[w["speaker"], w["word"], w["start"], w["end"]] for w in words],
+                   "voice": t["voice"], "text": t["text"], "quality": turn_quality_text(t)} for t in row["turns"]],
+        "words": [[w["speaker"], w["word"], w["start"], w["end"], int(bool(w.get("backchannel")))] for w in words],
+        "acoustics": acoustics_text(row.get("acoustics")),
         "events": out_events, "replies": replies, "reply_words": reply_words, "audio": audio_index,
     }
 
@@ -177,7 +179,8 @@ def build_page(out: str | Path, sample: Optional[int] = None, seed: int = 0, aud
     total = ds.num_rows()
     keep = set(random.Random(seed).sample(range(total), sample)) if sample is not None and sample < total else None
     stats, picked = RowStats(keep_f1=True), []
-    for i, row in enumerate(ds.rows(META_COLUMNS)):
+    columns = META_COLUMNS + (("acoustics",) if "acoustics" in ds.parquet(ds.shards()[0]).schema_arrow.names else ())
+    for i, row in enumerate(ds.rows(columns)):
         stats.add_row(row)
         if keep is None or i in keep:
             picked.append(row)

@@ -13,7 +13,9 @@ from kame_data.oracle.stage import OracleConfig
 from kame_data.recipe import Recipe, RecipeError, build_config, config_hash
 from kame_data.script.template import ScriptConfig
 from kame_data.sources.filters import FilterConfig
+from kame_data.speech.acoustics import AcousticsConfig
 from kame_data.speech.config import SpeakConfig
+from kame_data.speech.quality import QualityConfig
 
 
 @dataclass(frozen=True)
@@ -35,9 +37,11 @@ class RunConfig:
     speak: SpeakConfig = field(default_factory=SpeakConfig)
     oracle: OracleConfig = field(default_factory=OracleConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
+    acoustics: AcousticsConfig = field(default_factory=AcousticsConfig)
 
     SECTIONS = {"filters": FilterConfig, "script": ScriptConfig, "speak": SpeakConfig, "oracle": OracleConfig,
-                "publish": PublishConfig}
+                "publish": PublishConfig, "quality": QualityConfig, "acoustics": AcousticsConfig}
 
     @classmethod
     def resolve(cls, recipe: Recipe) -> "RunConfig":
@@ -87,10 +91,12 @@ class RunConfig:
         draws on `meter` (the run's; a new one when not given)."""
         from kame_data.oracle.stage import OracleStage
         from kame_data.script.stage import ScriptStage
+        from kame_data.speech.post import AcousticsStage, QualityStage
         from kame_data.speech.stage import SpeakStage
 
         meter = meter if meter is not None else self.meter()
         return [ScriptStage(self.script, self.seed, cache=cache, meter=meter), SpeakStage(self.speak, self.seed),
+                QualityStage(self.quality, self.seed), AcousticsStage(self.acoustics, self.seed),
                 OracleStage(self.oracle, cache=cache, meter=meter)]
 
 

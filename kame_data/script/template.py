@@ -300,7 +300,23 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) ->
             return Reject("script", dialogue_id, "unspeakable_text", f"turn {k} ({role}) keeps symbols: {spoken[:80]!r}")
         out.append(Turn(role=role, speaker=SPEAKER[role], text=text, spoken=spoken))
     return Dialogue(id=dialogue_id, item_id=item.id, source=item.source, category=item.category,
-                    variant=variant, turns=out)
+                    variant=variant, turns=out, answer=answer_key(item))
+
+
+MAX_KEY_WORDS = 12  # a longer free-text answer is an essay, not a phrase a transcript can be matched against
+
+
+def answer_key(item: SourceItem) -> list[str]:
+    """Spoken forms of the item's answer that the rendered assistant must still say (speech/answer.py):
+    the option letters and texts of a multiple-choice item, else the result phrase and the answer."""
+    if not item.answer:
+        return []
+    if item.options:
+        letters = [a for a in item.answer_letter.split(",") if a and LETTERS.index(a) < len(item.options)]
+        forms = letters + [to_spoken(_option(item.options[LETTERS.index(a)], item.question)) for a in letters]
+    else:
+        forms = [to_spoken(result_phrase(item)), to_spoken(item.answer)]
+    return list(dict.fromkeys(f for f in forms if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS))
 
 
 def checked_dialogue(item: SourceItem, variant: int, script: Script) -> Dialogue | Reject:

@@ -7,16 +7,21 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from kame_data.records import ASSISTANT, USER
+from kame_data.speech.answer import AnswerCheckConfig
 from kame_data.speech.engines import VoiceConfig
+from kame_data.speech.screen import ScreenConfig
+from kame_data.speech.turntaking import TurnTakingConfig
+from kame_data.speech.voices import resolve
 
 
 @dataclass(frozen=True)
 class GapConfig:
     """The silence between one turn's last word and the next turn's first word (negative: overlap).
 
-    `uniform` draws from [low, high]; `normal` from N(mean, sd) clipped to [min, max], which gives
-    mostly short gaps and a few small overlaps when `min` < 0. Two turns of the same speaker
-    never overlap (at least `same_speaker_min` apart).
+    `uniform` draws from [low, high] (`inherit`, for `speak.reply.gap` only: as `speak.gap`); `normal` from N(mean, sd) clipped to [min, max], which gives
+    mostly short gaps and a few small overlaps when `min` < 0; `histogram` picks a bin of `edges`
+    by `weights` and a point inside it (`kame-data fit-gaps` fits one from any word-aligned
+    corpus). Two turns of the same speaker never overlap (at least `same_speaker_min` apart).
     """
 
     distribution: str = "uniform"
@@ -27,15 +32,41 @@ class GapConfig:
     min: float = -0.3
     max: float = 1.5
     same_speaker_min: float = 0.2
+    edges: tuple = ()  # histogram: ascending bin edges in seconds (negative: overlap)
+    weights: tuple = ()  # histogram: one weight per bin
+
+    def __post_init__(self) -> None:
+        for name in ("edges", "weights"):
+            object.__setattr__(self, name, tuple(float(x) for x in getattr(self, name)))
+        if self.distribution == "histogram":
+            e, w = self.edges, self.weights
+            if len(e) < 2 or len(w) != len(e) - 1 or any(b <= a for a, b in zip(e, e[1:])) \
+                    or min(w) < 0 or sum(w) <= 0:
+                raise ValueError("a histogram gap needs ascending `edges` and one non-negative `weights` "
+                                 f"entry per bin (got {len(e)} edges, {len(w)} weights)")
 
     def draw(self, rng: random.Random, same_speaker: bool = False) -> float:
         if self.distribution == "uniform":
             gap = rng.uniform(self.low, self.high)
         elif self.distribution == "normal":
             gap = min(max(rng.gauss(self.mean, self.sd), self.min), self.max)
+        elif self.distribution == "histogram":
+            u, acc, k = rng.random() * sum(self.weights), 0.0, len(self.weights) - 1
+            for i, w in enumerate(self.weights):
+                acc += w
+                if u < acc:
+                    k = i
+                    break
+            gap = rng.uniform(self.edges[k], self.edges[k + 1])
         else:
-            raise ValueError(f"unknown gap distribution {self.distribution!r} (uniform, normal)")
+            raise ValueError(f"unknown gap distribution {self.distribution!r} (uniform, normal, histogram)")
         return max(gap, self.same_speaker_min) if same_speaker else gap
+
+    def quantile(self, q: float, draws: int = 20000) -> float:
+        """The q-quantile of the distribution, from a fixed sample (the same number every time)."""
+        rng = random.Random(0)
+        xs = sorted(self.draw(rng) for _ in range(draws))
+        return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 @dataclass(frozen=True)
@@ -46,6 +77,32 @@ class QAConfig:
     enabled: bool = False
     max_wer: float = 0.4  # per turn: one word in three misheard is still a usable turn, two are not
     max_start_error_ms: float = 200.0  # Whisper base itself often puts starts 50-100 ms early
+
+
+@dataclass(frozen=True)
+class ReplyConfig:
+    """When the assistant answers: the gap from the user's last word to the assistant's first
+    (negative: it starts before the user has finished). `gap` (default: `speak.gap`) draws it;
+    a recipe whose distribution puts its 95th percentile above `max_p95` is refused, and a
+    dialogue whose reply comes more than `max_seconds` late is rejected (`late_reply`)."""
+
+    gap: GapConfig = field(default_factory=lambda: GapConfig(distribution="inherit"))
+    max_p95: float | None = None
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.gap, dict):
+            object.__setattr__(self, "gap", GapConfig(**self.gap))
+        elif isinstance(self.gap, (list, tuple)):
+            object.__setattr__(self, "gap", GapConfig(low=float(self.gap[0]), high=float(self.gap[1])))
+        if self.own_gap and self.max_p95 is not None and self.gap.quantile(0.95) > self.max_p95:
+            raise ValueError(f"speak.reply: the reply gap's 95th percentile ({self.gap.quantile(0.95):.2f} s) "
+                             f"is above max_p95 ({self.max_p95} s)")
+
+    @property
+    def own_gap(self) -> bool:
+        """False: replies draw from `speak.gap` like every other turn."""
+        return self.gap.distribution != "inherit"
 
 
 VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
@@ -63,11 +120,22 @@ class SpeakConfig:
     max_turn_seconds: float = 90.0
     qa: QAConfig = field(default_factory=QAConfig)
     workers: int | None = None  # worker processes; None: one per core
+    balance: str = ""  # casting: "sex" or "accent" gives each group of a pool the same chance
+    screen: ScreenConfig = field(default_factory=ScreenConfig)
+    reply: ReplyConfig = field(default_factory=ReplyConfig)
+    turns: TurnTakingConfig = field(default_factory=TurnTakingConfig)
+    answer: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
 
     def __post_init__(self) -> None:
         # Recipes arrive as plain mappings and lists: make every field its typed, hashable form.
         for role in ("assistant", "user"):
-            object.__setattr__(self, role, _voice_pool(getattr(self, role), role))
+            object.__setattr__(self, role, resolve(getattr(self, role), role))
+        for name, cls in (("screen", ScreenConfig), ("reply", ReplyConfig), ("turns", TurnTakingConfig),
+                          ("answer", AnswerCheckConfig)):
+            if isinstance(getattr(self, name), dict):
+                object.__setattr__(self, name, cls(**getattr(self, name)))
+        if self.balance not in ("", "sex", "accent"):
+            raise ValueError(f"speak.balance: {self.balance!r} (use sex, accent or leave it out)")
         if isinstance(self.gap, (list, tuple)):
             if len(self.gap) != 2:
                 raise ValueError(f"speak.gap: give [low, high] or a mapping, got {self.gap!r}")
@@ -81,6 +149,15 @@ class SpeakConfig:
             v = getattr(self, name)
             if isinstance(v, list):
                 object.__setattr__(self, name, tuple(v))
+        if self.reply.max_p95 is not None and not self.reply.own_gap and self.gap.quantile(0.95) > self.reply.max_p95:
+            raise ValueError(f"speak.reply: the gap's 95th percentile ({self.gap.quantile(0.95):.2f} s) is above "
+                             f"max_p95 ({self.reply.max_p95} s)")
+
+    def gap_for(self, speaker: str, previous: str) -> GapConfig:
+        """The distribution of the gap before a turn of `speaker` after one of `previous`."""
+        if speaker == "A" and previous == "B" and self.reply.own_gap:
+            return self.reply.gap
+        return self.gap
 
     def pool(self, role: str) -> tuple[VoiceConfig, ...]:
         return self.assistant if role == ASSISTANT else self.user  # type: ignore[return-value]
@@ -89,10 +166,3 @@ class SpeakConfig:
     def voices(self) -> list[VoiceConfig]:
         """Every distinct voice of both pools, in order."""
         return list(dict.fromkeys(self.pool(ASSISTANT) + self.pool(USER)))
-
-
-def _voice_pool(value: Any, role: str) -> tuple[VoiceConfig, ...]:
-    items = list(value) if isinstance(value, (list, tuple)) else [value]
-    if not items:
-        raise ValueError(f"speak.{role}: the voice pool is empty")
-    return tuple(v if isinstance(v, VoiceConfig) else VoiceConfig(**v) for v in items)

@@ -68,3 +68,16 @@ def mix_turns(turns: list[SpokenTurn], gaps: list[float], sample_rate: int, lead
     pcm = (np.clip(stereo, -1.0, 1.0) * 32767).astype(np.int16)
     words.sort(key=lambda w: (w[2], w[3]))
     return pcm, words, timings
+
+
+def overlay(pcm: np.ndarray, audio: np.ndarray, offset: float, channel: int, sample_rate: int) -> np.ndarray:
+    """Int16 stereo `pcm` with mono float `audio` added to one channel from `offset` seconds (the
+    result grows when the clip runs past its end)."""
+    a = int(round(offset * sample_rate))
+    if a + len(audio) > len(pcm):
+        pcm = np.concatenate([pcm, np.zeros((a + len(audio) - len(pcm), pcm.shape[1]), pcm.dtype)])
+    else:
+        pcm = pcm.copy()
+    mixed = pcm[a: a + len(audio), channel].astype(np.float64) + audio.astype(np.float64) * 32767
+    pcm[a: a + len(audio), channel] = np.rint(np.clip(mixed, -32767, 32767)).astype(np.int16)
+    return pcm

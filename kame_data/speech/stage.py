@@ -11,7 +11,6 @@ the audio is the same whatever the number of workers).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import random
@@ -26,6 +25,7 @@ import numpy as np
 from kame_data.audio import resample
 from kame_data.records import (
     ASSISTANT,
+    ROLE,
     USER,
     Dialogue,
     Reject,
@@ -34,9 +34,13 @@ from kame_data.records import (
     Word,
 )
 from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
+from kame_data.speech.answer import answer_lost
 from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
+from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
+from kame_data.speech.screen import screen_pools, voice_wer
 from kame_data.speech.timing import complete_spans, cover_voice
+from kame_data.speech.voices import cast
 from kame_data.step import Resources, Step
 from kame_data.text import spoken_tokens
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
@@ -93,6 +97,9 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         self.engines: dict[VoiceConfig, TTSEngine] = {}
         self.aligner = None
         self._executor = None
+        self.screened: dict[str, float] = {}  # voice label -> median WER on the screening sentences
+        self.dropped: set[str] = set()  # voices screening left out
+        self._clips: dict = {}  # (voice, text) -> a rendered backchannel
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -107,6 +114,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self.open_local()
         else:
             self._start_workers()
+        self.screen()
 
     def open_local(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
@@ -119,7 +127,8 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         for voice in self.cfg.voices:
             if voice not in self.engines:
                 self.engines[voice] = open_engine(voice, threads)
-        needs_aligner = self.cfg.qa.enabled or not all(e.timed for e in self.engines.values())
+        needs_aligner = self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
+            or not all(e.timed for e in self.engines.values())
         if needs_aligner and self.aligner is None:
             from kame_data.speech.whisper import WhisperAligner
 
@@ -128,7 +137,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
     def _start_workers(self) -> None:
         if self._executor is not None:
             return
-        if self.cfg.qa.enabled or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices):
+        if self._needs_whisper:
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
@@ -155,9 +164,10 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         """Render a batch; results come back in input order, the same for any number of workers."""
         if self.workers == 1 or len(batch) == 0:
             self.open_local()
+            self.screen()
             return [self.render(d) for d in batch]
         self._start_workers()
-        futures = [self._executor.submit(_render_in_worker, d) for d in batch]
+        futures = [self._executor.submit(_render_in_worker, d, frozenset(self.dropped)) for d in batch]
         try:
             return [f.result() for f in futures]
         except BrokenProcessPool:
@@ -170,21 +180,55 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         return [[r] for r in self.process(batch)]
 
     @property
+    def _needs_whisper(self) -> bool:
+        return self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
+            or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices)
+
+    @property
     def engine_names(self) -> str:
         """The native engines a crash of this stage can come from, for error messages."""
         names = sorted({v.engine for v in self.cfg.voices})
-        if self.cfg.qa.enabled or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices):
+        if self._needs_whisper:
             names.append("whisper")
         return "speech engine (" + ", ".join(names) + ")"
 
     def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
-        """The role's pool, starting at the voice this dialogue draws; the rest are QA fallbacks."""
-        pool = self.cfg.pool(role)
-        digest = hashlib.sha256(f"{self.seed}:voice:{dialogue_id}:{role}".encode()).digest()
-        first = int.from_bytes(digest[:8], "big") % len(pool)
-        return [pool[(first + k) % len(pool)] for k in range(len(pool))]
+        """The role's pool (less voices screening left out), starting at the voice this dialogue
+        draws by weight; the rest are QA fallbacks."""
+        pool = [v for v in self.cfg.pool(role) if v.label not in self.dropped]
+        return cast(pool, f"{self.seed}:voice:{dialogue_id}:{role}", self.cfg.balance)
+
+    def screen(self) -> None:
+        """Leave out every pool voice Whisper cannot understand (`speak.screen`), once per stage."""
+        if not self.cfg.screen.enabled or self.screened:
+            return
+        if self._executor is not None:
+            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: list(self._executor.map(_screen_in_worker, vs)))
+        else:
+            self.open_local()
+            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [_voice_wer(self, v) for v in vs])
+
+    def summary(self) -> dict:
+        return {"voice_screen": self.screened} if self.screened else {}
 
     def render(self, dialogue: Dialogue) -> RenderedDialogue | Reject:
+        """Render, then (with `speak.answer`) check the answer survived; a voice that loses it is
+        left out for this dialogue and the next assistant voice tried."""
+        skip: list[str] = []
+        while True:
+            r = self._render_once(dialogue, skip)
+            lost = self._answer_lost(dialogue, r) if isinstance(r, RenderedDialogue) else None
+            if lost is None:
+                return r
+            skip.append(next(t.voice for t, turn in zip(r.timings, dialogue.turns) if turn.role == ASSISTANT))
+            log.info("speak %s: the answer is lost with %s (%s)", dialogue.id, skip[-1], lost)
+            if not [v for v in self.candidates(dialogue.id, ASSISTANT) if v.label not in skip]:
+                return Reject(self.name, dialogue.id, "answer_lost", f"{lost} (voices tried: {', '.join(skip)})")
+
+    def _answer_lost(self, dialogue: Dialogue, r: RenderedDialogue) -> str | None:
+        return answer_lost(self.aligner, dialogue.answer, r, self.cfg.answer) if self.cfg.answer.enabled else None
+
+    def _render_once(self, dialogue: Dialogue, skip: list[str]) -> RenderedDialogue | Reject:
         for k, turn in enumerate(dialogue.turns):
             problem = unspeakable(turn.spoken, self.cfg.max_turn_seconds)
             if problem:
@@ -197,7 +241,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             indices = [k for k, t in enumerate(dialogue.turns) if t.role == role]
             if not indices:
                 continue
-            candidates = self.candidates(dialogue.id, role)
+            candidates = [v for v in self.candidates(dialogue.id, role) if v.label not in skip]
             if role == ASSISTANT and len(candidates) > 1 and USER in chosen and candidates[0].label == chosen[USER].label:
                 candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
             failure: tuple[str, str] | None = None
@@ -224,15 +268,26 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         for k, t in enumerate(ordered):
             if not len(t.spoken.audio) or float(np.max(np.abs(t.spoken.audio))) < 1e-3:
                 return Reject(self.name, dialogue.id, "silent_audio", f"turn {k} synthesised to silence")
-        return self._mix(dialogue, ordered, retries)
+        return self._mix(dialogue, ordered, retries, chosen)
 
-    def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int) -> RenderedDialogue:
+    def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int,
+             chosen: dict[str, VoiceConfig]) -> RenderedDialogue | Reject:
         rng = random.Random(f"{self.seed}:gap:{dialogue.id}")
         spoken = [t.spoken for t in turns]
-        gaps = [self.cfg.gap.draw(rng, same_speaker=spoken[k].speaker == spoken[k - 1].speaker)
-                for k in range(1, len(spoken))]
+        gaps = [self.cfg.gap_for(spoken[k].speaker, spoken[k - 1].speaker).draw(
+                    rng, same_speaker=spoken[k].speaker == spoken[k - 1].speaker) for k in range(1, len(spoken))]
         lead_in, tail = _draw(self.cfg.lead_in, rng), _draw(self.cfg.tail, rng)
+        live = random.Random(f"{self.seed}:turns:{dialogue.id}")  # its own stream: gaps stay as they were
+        spoken, forced, cut = plan_barge_ins(spoken, dialogue.answer, self.cfg.turns, live, self.cfg.sample_rate)
+        gaps = [forced.get(k + 1, g) for k, g in enumerate(gaps)]
         pcm, words, timings = mix_turns(spoken, gaps, self.cfg.sample_rate, lead_in, tail)
+        late = [g for g in reply_gaps([t.speaker for t in spoken], timings)
+                if self.cfg.reply.max_seconds is not None and g > self.cfg.reply.max_seconds]
+        if late:
+            return Reject(self.name, dialogue.id, "late_reply",
+                          f"the assistant answers {late[0]:.2f} s after the user > {self.cfg.reply.max_seconds} s")
+        pcm, words = add_backchannels(pcm, words, timings, spoken, lambda sp, text: self._clip(chosen, sp, text),
+                                      self.cfg.turns, live, self.cfg.sample_rate)
         # Turns are normalised below full scale, so a full-scale sample means overlapping audio clipped.
         clipped = int(np.count_nonzero(np.abs(pcm.astype(np.int32)) >= 32767))
         if clipped:
@@ -242,13 +297,22 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             dialogue=dialogue,
             audio=pcm,
             sample_rate=self.cfg.sample_rate,
-            words=[Word(speaker=s, word=w, start=a, end=b) for s, w, a, b in words],
+            words=[Word(speaker=s, word=w, start=a, end=b, backchannel=bc) for s, w, a, b, bc in words],
             timings=[TurnTiming(start=a, end=b, voice=s.voice) for (a, b), s in zip(timings, spoken)],
             turn_wer=tuple(t.wer for t in turns) if qa else (),
             turn_start_error_ms=tuple(t.start_error_ms for t in turns) if qa else (),
             clipped_samples=clipped,
             qa_retries=retries,
+            turn_cut_words=tuple(cut) if any(cut) else (),
         )
+
+    def _clip(self, chosen: dict[str, VoiceConfig], speaker: str, text: str):
+        """A backchannel in the voice its speaker has in this dialogue: audio, words, spans."""
+        key = (chosen[ROLE[speaker]], text)
+        if key not in self._clips:
+            self._clips[key] = render_clip(self.engines[key[0]], text, self.cfg.sample_rate,
+                                           self.cfg.target_dbfs + self.cfg.turns.backchannel_db)
+        return self._clips[key]
 
     def _qa_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
         if not self.cfg.qa.enabled:
@@ -281,7 +345,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             spans = cover_voice(spans, syn.audio, syn.sample_rate)
         duration = len(audio) / self.cfg.sample_rate
         spans = [(min(s, duration), min(e, duration)) for s, e in spans]
-        turn = _Turn(SpokenTurn(speaker, audio, words, spans, engine.label))
+        turn = _Turn(SpokenTurn(speaker, audio, words, spans, voice.label))
         if heard is not None and self.cfg.qa.enabled:
             from kame_data.speech.whisper import (
                 normalise_words,
@@ -318,7 +382,19 @@ def _worker_ready(_: int) -> str:
     return _WORKER_ERROR if _WORKER is None else ""
 
 
-def _render_in_worker(dialogue: Dialogue) -> RenderedDialogue | Reject:
+def _render_in_worker(dialogue: Dialogue, dropped: frozenset = frozenset()) -> RenderedDialogue | Reject:
     if _WORKER is None:
         raise RuntimeError(f"speak worker could not load its voices: {_WORKER_ERROR}")
+    _WORKER.dropped = set(dropped)  # the parent screened the voices once
     return _WORKER.render(dialogue)
+
+
+def _voice_wer(stage: SpeakStage, voice: VoiceConfig) -> float:
+    c = stage.cfg
+    return voice_wer(stage.engines[voice], stage.aligner, c.screen.sentences, c.sample_rate, c.target_dbfs)
+
+
+def _screen_in_worker(voice: VoiceConfig) -> float:
+    if _WORKER is None:
+        raise RuntimeError(f"speak worker could not load its voices: {_WORKER_ERROR}")
+    return _voice_wer(_WORKER, voice)

@@ -232,10 +232,10 @@
       tl.append(lane);
     }
     d.words.forEach((w, i) => {
-      const span = el("span", "w", w[1]);
+      const span = el("span", w[4] ? "w bc" : "w", w[1]);
       span.style.left = w[2] * PX_PER_S + "px";
       span.style.width = Math.max(3, (w[3] - w[2]) * PX_PER_S - 1) + "px";
-      span.title = `${w[1]}  ${w[2].toFixed(2)}–${w[3].toFixed(2)} s`;
+      span.title = `${w[1]}  ${w[2].toFixed(2)}–${w[3].toFixed(2)} s` + (w[4] ? "  (backchannel)" : "");
       c.words.push(span);
       (laneOf[w[0]] || tl).append(span);
     });
@@ -272,8 +272,10 @@
       const row = el("div", "turn turn-" + t.role);
       row.append(el("span", "turn-who", `${t.speaker} ${t.role}`), el("span", "turn-time", `${t.start.toFixed(2)}–${t.end.toFixed(2)} s`),
         el("span", "turn-voice", t.voice), el("span", "turn-text", t.text));
+      if (t.quality) row.append(el("span", "turn-q", t.quality));
       turns.append(row);
     }
+    if (d.acoustics) turns.append(el("div", "acoustics", d.acoustics));
 
     // ladder
     const table = el("table", "ladder");

@@ -1,0 +1,73 @@
+"""The card's speech sections: which voices speak and how well, per-turn quality, turn-taking and
+reply timing, and what the user's acoustics were. Every figure comes from the manifest's `quality`
+(built from the rows when the run wrote them), so the card cannot disagree with the data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Keys of manifest["quality"] these sections show (the card's generic quality table skips them).
+SPEECH_KEYS = ("voices", "distinct_voices", "turn_dnsmos", "turn_vad_outside_s", "turn_vad_word_share",
+               "turn_lufs", "reply_gap_s", "turn_taking", "acoustics")
+_MEASURES = {
+    "turn_dnsmos": "DNSMOS overall (1-5, higher is better)",
+    "turn_vad_word_share": "share of word time the VAD hears as speech",
+    "turn_vad_outside_s": "seconds of VAD speech outside the words",
+    "turn_lufs": "loudness (LUFS)",
+}
+
+
+def _fmt(v: Any, pct: bool = False) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.1%}" if pct else f"{v:g}"
+
+
+def speech_sections(manifest: dict[str, Any]) -> list[str]:
+    q = manifest.get("quality") or {}
+    if not q.get("voices"):
+        return []
+    screen = (manifest.get("speak") or {}).get("voice_screen") or {}
+    reply = ((manifest.get("recipe") or {}).get("speak") or {}).get("reply") or {}
+    distinct = q.get("distinct_voices") or {}
+    lines = ["", "### Voices", "",
+             f"{len(q['voices'])} distinct voices: " + ", ".join(f"{n} {role}" for role, n in sorted(distinct.items()))
+             + ". Share: of that role's turns. WER: Whisper base against the spoken text, per turn"
+             + (" (screening: median over fixed sentences before casting)" if screen else "") + ".", "",
+             "| voice | role | turns | share | minutes | median WER | median DNSMOS |"
+             + (" screening WER |" if screen else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if screen else "")]
+    for label, v in q["voices"].items():
+        lines.append(f"| {label} | {v['role']} | {v['turns']} | {_fmt(v['share'], True)} | {v['minutes']} | "
+                     f"{_fmt(v['median_wer'])} | {_fmt(v['median_dnsmos'])} |"
+                     + (f" {_fmt(screen.get(label))} |" if screen else ""))
+    measured = [k for k in _MEASURES if k in q]
+    if measured:
+        lines += ["", "### Per-turn quality (clean render)", "", "| measure | turns | median | p95 | min | max |",
+                  "|---|---|---|---|---|---|"]
+        lines += [f"| {_MEASURES[k]} | {q[k]['n']} | {q[k]['median']} | {q[k]['p95']} | {q[k]['min']} | {q[k]['max']} |"
+                  for k in measured]
+    lines += ["", "### Turn-taking and reply timing", "", "| what | value |", "|---|---|"]
+    gap = q.get("reply_gap_s")
+    if gap:
+        limit = reply.get("max_p95")
+        lines.append(f"| assistant reply start after the user's last word (s) | median {gap['median']}, "
+                     f"p95 {gap['p95']}" + (f" (limit {limit}: {'within' if gap['p95'] <= limit else 'OVER'})"
+                                            if limit is not None else "") + f", min {gap['min']}, max {gap['max']} |")
+        lines.append(f"| replies that start before the user has finished | {_fmt(gap['overlapping'], True)} |")
+    live = q.get("turn_taking") or {}
+    for key, text in (("backchannels", "backchannels"), ("overlaps", "overlapping turn changes"),
+                      ("barge_ins", "user barge-ins (assistant cut off)")):
+        if key in live:
+            lines.append(f"| {text} | {live[key]} |")
+    if "dialogues_with_backchannel_or_overlap" in live:
+        lines.append(f"| dialogues with a backchannel, overlap or barge-in | "
+                     f"{_fmt(live['dialogues_with_backchannel_or_overlap'], True)} |")
+    ac = q.get("acoustics")
+    if ac:
+        snr = ac["snr_db"]
+        lines += ["", "### Acoustics of the user channel", "",
+                  f"{ac['dialogues']} dialogues have a user channel with background noise (SNR median {snr['median']} dB, "
+                  f"{snr['min']}-{snr['max']} dB), {_fmt(ac['in_a_room'], True)} of them in a simulated room; the "
+                  "assistant channel is the clean render. Each row's `acoustics` column holds what was drawn."]
+    return lines
