@@ -177,6 +177,7 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"{recipe.get('script', {}).get('variants', 1)} spoken variant(s) per item.",
         f"- Voices: assistant (A) {_voice(speak.get('assistant'), 'piper', 'joe')}; "
         f"user (B) {_voice(speak.get('user'), 'espeak', 'en-us+f3')}.",
+        f"- Pauses inside a turn: {_pauses(speak.get('pauses'), oracle)}",
         f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}, interval "
         f"{oracle.get('interval', 0.5)} s, target {oracle.get('target', 'assistant')}"
         + (f", {llm['calls']} calls and {llm.get('cache_hits', 0)} cache hits" if llm.get("calls") is not None else "")
@@ -197,6 +198,9 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"| audio hours | {manifest['audio_hours']} |",
         f"| oracle events | {manifest['oracle_events']} |",
     ]
+    if "early_truth_events" in manifest:
+        lines.append(f"| level-5 events inside a user turn (the true reply before the user has finished) | "
+                     f"{manifest['early_truth_events']} |")
     for s in sources:
         hours = per_source_stats.get(s, {}).get("hours")
         lines.append(f"| dialogues from {_cell(s)} | {manifest['per_source'][s]}"
@@ -267,6 +271,30 @@ def _voice(cfg: dict[str, Any] | list | None, engine: str, voice: str) -> str:
     cfg = cfg or {"engine": engine, "voice": voice}
     extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
     return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")
+
+
+def _pauses(cfg: dict[str, Any] | None, oracle: dict[str, Any]) -> str:
+    """How pauses inside turns were made, and what the oracle ladder does with them."""
+    cfg = cfg or {}
+    if not cfg:
+        said = "as the voices made them"
+    elif not cfg.get("bound", True):
+        said = "as the voices made them, even past the oracle's 1.0 s run rule"
+    else:
+        said = (f"kept under the oracle's 1.0 s run rule (a pause that would reach it is redrawn: after a "
+                f"sentence {_range(cfg.get('sentence'))} s, after a clause {_range(cfg.get('clause'))} s, "
+                "capped by the next word's length)")
+    if cfg.get("thinking"):
+        said += (f"; a user turn has a thinking pause of {_range(cfg.get('thinking_seconds'))} s with probability "
+                 f"{cfg['thinking']:g}")
+    if oracle.get("early_truth") == "keep":
+        said += ("; where a pause reaches 1.0 s the ladder ends the user's run there (level 5, the true reply) and "
+                 "starts a new one when the user goes on: such events are kept and counted below")
+    return said + "."
+
+
+def _range(value: Any) -> str:
+    return "-".join(f"{v:g}" for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _bib_key(name: str) -> str:

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from kame_data.llm.accounting import Meter, Prices
 from kame_data.llm.base import ChatBackend
 from kame_data.llm.config import BackendConfig, open_backend
-from kame_data.oracle.ladder import Step, ladder
+from kame_data.oracle.ladder import CONTINUATION_GAP, Step, ladder
+from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import build_request, clean_prediction, usable
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.step import Resources
@@ -26,8 +27,21 @@ class OracleConfig:
     retries: int = 2  # extra attempts (new seed) for an unusable prediction
     trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
     level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
+    # A level-5 event inside a turn of the speaker being heard hands over the true reply before that
+    # speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
+    early_truth: str = "reject"  # reject | keep
     budget_usd: float | None = None
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        if self.early_truth not in ("reject", "keep"):
+            raise ValueError(f"oracle.early_truth must be reject or keep, not {self.early_truth!r}")
+
+    @property
+    def run_gap(self) -> float:
+        """The ladder's run rule (DESIGN.md): a word ending this long after the previous one ends a
+        speaker's run. The speak step keeps every pause inside a turn below it."""
+        return CONTINUATION_GAP
 
 
 class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
@@ -102,15 +116,33 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         target = TARGETS[self.cfg.target]
         ladders = [ladder(r.words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words")
                    for r in batch]
+        early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
+        ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
         flat = [s for steps in ladders for s in steps]
         preds, errors = self._predict(flat)
         groups: list[list[Sample | Reject]] = []
         offset = 0
-        for rendered, steps in zip(batch, ladders):
+        for rendered, steps, reject in zip(batch, ladders, early):
             mine = list(zip(preds[offset: offset + len(steps)], errors[offset: offset + len(steps)]))
             offset += len(steps)
-            groups.append(self._assemble(rendered, steps, mine))
+            groups.append([reject] if reject else self._assemble(rendered, steps, mine))
         return groups
+
+    def _early(self, rendered: RenderedDialogue, steps: list[Step]) -> Reject | None:
+        """The dialogue's reject when a level-5 step falls inside a turn of the speaker heard
+        (unless `early_truth: keep`)."""
+        if self.cfg.early_truth == "keep":
+            return None
+        turns = [{"speaker": t.speaker, "start": tm.start, "end": tm.end}
+                 for t, tm in zip(rendered.dialogue.turns, rendered.timings)]
+        found = early_truth([{"timestamp_ms": s.timestamp_ms, "level": s.level, "channel": s.channel} for s in steps],
+                            turns, CHANNEL)
+        if not found:
+            return None
+        i, k = found[0]
+        return Reject(self.name, rendered.id, "early_truth",
+                      f"{len(found)} level-5 event(s) inside a turn, first at {steps[i].timestamp_ms / 1000:.2f} s "
+                      f"in turn {k} ({turns[k]['start']:.2f}-{turns[k]['end']:.2f} s)")
 
     def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
         failed = [e for _, e in mine if e]

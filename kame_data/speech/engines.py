@@ -7,7 +7,7 @@ None and declare `timed = False`; the speak stage then times them with the Whisp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Optional, Protocol
 
 import numpy as np
@@ -45,6 +45,16 @@ class VoiceConfig:
         knobs = [f"{k}={getattr(self, k):g}" for k in _KNOBS.get(self.engine, ())
                  if getattr(self, k) != defaults[k]]
         return f"{self.engine}:{self.voice}" + (f"({','.join(knobs)})" if knobs else "")
+
+
+def faster(cfg: VoiceConfig, factor: float) -> VoiceConfig:
+    """The same voice speaking about `factor` times faster, through the engine's own rate knob
+    (its label then shows the knob)."""
+    if cfg.engine == "piper":
+        return replace(cfg, length_scale=round(cfg.length_scale / factor, 3))
+    if cfg.engine == "espeak":
+        return replace(cfg, rate=int(round(cfg.rate * factor)))
+    return replace(cfg, speed=round(cfg.speed * factor, 3))  # hibari, coqui
 
 
 @dataclass(frozen=True)
