@@ -65,7 +65,7 @@ def test_validate_names_the_row_and_time_of_an_early_event(tmp_path):
     with pytest.raises(DatasetInvalid) as e:
         validate_dataset(out)
     assert e.value.row == "tiny-1-v0" and e.value.field == "oracle[1].level"
-    assert "level-5 event at 1.00 s inside user turn 0 (0.00-2.20 s)" in str(e.value)
+    assert "level-5 event at 1.00 s inside user turn 0 (0.00-2.20 s, ratio 1.000)" in str(e.value)
     r = subprocess.run(CLI + ["validate", str(out)], capture_output=True, text=True)
     assert r.returncode == 1 and "tiny-1-v0" in r.stderr and "1.00 s" in r.stderr and "oracle[1].level" in r.stderr
 
@@ -124,7 +124,8 @@ def test_the_oracle_stage_rejects_a_dialogue_with_early_truth_without_asking_the
         finally:
             stage.teardown()
     assert paused_out == [Reject("oracle", "paused-1-v0", "early_truth",
-                                 "2 level-5 event(s) inside a turn, first at 1.00 s in turn 0 (0.00-2.20 s)")]
+                                 "2 level-5 event(s) inside a turn, first at 1.00 s in turn 0 (0.00-2.20 s): ratio "
+                                 "1.000, 2 word(s) still to come (the ladder read a pause as the end of the turn)")]
     assert isinstance(clean_out[0], Sample) and all(e.level < 5 for e in clean_out[0].oracle[:-1])
     assert calls == sum(1 for e in clean_out[0].oracle if e.level < 5)  # none for the rejected dialogue
     assert isinstance(kept[0], Sample) and [e.level for e in kept[0].oracle] == [2, 5, 5, 2, 5]
@@ -151,3 +152,31 @@ def test_long_pauses_need_an_explicit_early_truth_keep(tmp_path):
     assert config.to_dict()["speak"]["pauses"]["bound"] is True  # the manifest records the resolved pauses
     with pytest.raises(RecipeError):
         RunConfig.resolve(_recipe(tmp_path, {"pauses": {"sentence": [0.8, 0.4]}}, {"early_truth": "keep"}))
+
+
+def test_inspect_marks_early_events():
+    from rich.console import Console
+
+    from kame_data.review.inspect import ladder_table
+
+    row = {"oracle": _events(PAUSED), "turns": TURNS,
+           "words": [{"speaker": s, "word": w, "start": a, "end": b} for s, w, a, b in PAUSED]}
+    console = Console(record=True, width=160)
+    console.print(ladder_table(row))
+    lines = [ln for ln in console.export_text().splitlines() if " 5  early" in ln]
+    assert [ln.split()[0] for ln in lines] == ["1.0", "1.5"]
+
+
+def test_a_turn_of_over_100_words_reaches_level_5_before_its_last_word():
+    """DESIGN.md's thresholds, not a pause: ratio 100/101 > 0.99. The oracle stage names the cause."""
+    user = [("B", f"w{i}", round(0.3 * i, 2), round(0.3 * i + 0.2, 2)) for i in range(101)]
+    words = user + [("A", "yes", 30.6, 30.9), ("A", "indeed", 30.9, 31.3)]
+    turns = [dict(TURNS[0], end=30.2), dict(TURNS[1], start=30.6, end=31.3)]
+    events = _events(words)
+    assert [(e["timestamp_ms"], e["level"]) for e in events if e["level"] == 5][0] == (30000, 5)
+    assert early_truth(events, turns) == [(len(events) - 2, 0)]
+    stage = OracleStage(OracleConfig(backend=BackendConfig(kind="openai", model="unused", base_url="http://127.0.0.1:9")))
+    r = _rendered(words, turns, "long-1-v0")
+    reject = stage._early(r, ladder(r.words, 0.5, 0))
+    assert reject.reason == "early_truth" and "ratio 0.990, 1 word(s) still to come (a turn of over 100 words" in \
+        reject.detail

@@ -80,7 +80,8 @@ def _check_early(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
         e, turn = row["oracle"][i], row["turns"][k]
         yield (f"oracle[{i}].level",
                f"level-5 event at {e['timestamp_ms'] / 1000:.2f} s inside {turn['role']} turn {k} "
-               f"({turn['start']:.2f}-{turn['end']:.2f} s): the true reply before the {turn['role']} has finished "
+               f"({turn['start']:.2f}-{turn['end']:.2f} s, ratio {e['current_spoken_ratio']:.3f}): the true reply "
+               f"before the {turn['role']} has finished "
                "(a recipe with long pauses sets oracle.early_truth: keep)")
 
 

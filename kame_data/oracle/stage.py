@@ -140,9 +140,16 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         if not found:
             return None
         i, k = found[0]
+        turn, step = turns[k], steps[i]
+        t = step.timestamp_ms / 1000
+        to_come = sum(1 for w in rendered.words if w.speaker == turn["speaker"] and t < w.end <= turn["end"]
+                      and w.start >= turn["start"])
+        why = ("the ladder read a pause as the end of the turn" if step.current_spoken_ratio >= 1 else
+               "a turn of over 100 words passes ratio 0.99 before its last word")
         return Reject(self.name, rendered.id, "early_truth",
-                      f"{len(found)} level-5 event(s) inside a turn, first at {steps[i].timestamp_ms / 1000:.2f} s "
-                      f"in turn {k} ({turns[k]['start']:.2f}-{turns[k]['end']:.2f} s)")
+                      f"{len(found)} level-5 event(s) inside a turn, first at {t:.2f} s in turn {k} "
+                      f"({turn['start']:.2f}-{turn['end']:.2f} s): ratio {step.current_spoken_ratio:.3f}, "
+                      f"{to_come} word(s) still to come ({why})")
 
     def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
         failed = [e for _, e in mine if e]
