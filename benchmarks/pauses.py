@@ -50,11 +50,12 @@ def render(recipe: Path, raw: dict, pauses: dict, early: str, out: Path, limit: 
     return seconds, rendered + [{"reject": r} for r in rejects if r["stage"] == "speak"]
 
 
-def figures(records: list[dict]) -> dict:
+def figures(records: list[dict], pool: set[str]) -> dict:
+    """`pool`: the labels of the recipe's voices (a turn with another label was spoken faster)."""
     gaps, pauses, sentence, faster = [], [], [], 0
     for d in (r for r in records if "reject" not in r):
         for turn, timing in zip(d["turns"], d["timings"]):
-            faster += "(" in timing["voice"]
+            faster += timing["voice"] not in pool
             words = [w for w in d["words"] if w["speaker"] == turn["speaker"]
                      and timing["start"] <= w["start"] and w["end"] <= timing["end"]]
             text = turn["spoken"]
@@ -82,9 +83,12 @@ def main() -> None:
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from kame_data.recipe import find_recipe
+    from kame_data.speech.config import SpeakConfig
 
     recipe = find_recipe(args.recipe)
     raw = yaml.safe_load(recipe.read_text("utf-8"))
+    speak = raw.get("speak") or {}
+    pool = {v.label for v in SpeakConfig(**{k: speak[k] for k in ("assistant", "user") if k in speak}).voices}
     with tempfile.TemporaryDirectory() as tmp:
         base_s, base = render(recipe, raw, {"bound": False}, "keep", Path(tmp) / "engine_pauses", args.limit)
         rule_s, rule = render(recipe, raw, {}, "reject", Path(tmp) / "bounded", args.limit)
@@ -92,7 +96,7 @@ def main() -> None:
           f"{os.cpu_count()} cores")
     for name, seconds, records in (("engine pauses (baseline)", base_s, base), ("under the run rule", rule_s, rule)):
         print(f"\n{name}: kame-data run --until speak in {seconds:.0f} s")
-        for k, v in figures(records).items():
+        for k, v in figures(records, pool).items():
             print(f"  {k}: {v}")
     print(f"\nspeak time with the rule / baseline: {rule_s / base_s:.2f}")
 

@@ -184,3 +184,22 @@ def test_three_sentence_turn_keeps_every_word_end_gap_under_the_rule(voice):
 
 def _pause(r: RenderedDialogue, k: int) -> float:
     return r.words[k + 1].start - r.words[k].end
+
+
+@pytest.mark.slow
+def test_a_thinking_pause_is_kept_and_the_ladder_then_ends_the_run_there():
+    """The explicit option: one long pause in the user's turn, kept (not a reject), and what the
+    ladder does with it: level 5 at the pause, then, when the user goes on, the ratio falls back
+    (the turn's words heard so far over all of them) and climbs again."""
+    think = PauseConfig(thinking=1.0, thinking_seconds=(1.6, 2.0))
+    r = _render(VoiceConfig("espeak", "en-us+f3"), think)
+    long = [k for k in range(len(r.words) - 1) if _pause(r, k) >= 1.5]
+    assert len(long) == 1 and r.words[long[0]].word in ("cells", "energy")  # at a sentence boundary
+    assert 1.6 - 0.02 <= _pause(r, long[0]) <= 2.0 + 0.35  # the drawn seconds (the engine's own pause was shorter)
+    words = r.words + [Word("A", "okay", r.words[-1].end + 0.5, r.words[-1].end + 0.8)]
+    inside = [s for s in ladder(words, 0.5, target_channel=0) if s.timestamp_ms / 1000 < r.words[-1].end]
+    at_pause = [s for s in inside if r.words[long[0]].end <= s.timestamp_ms / 1000 < r.words[long[0] + 1].end]
+    assert at_pause and all(s.level == 5 for s in at_pause)
+    after = [s for s in inside if s.timestamp_ms / 1000 >= r.words[long[0] + 1].end]
+    assert after and after[0].level < 5 and after[0].current_spoken_ratio < 1
+    assert [s.current_spoken_ratio for s in after] == sorted(s.current_spoken_ratio for s in after)

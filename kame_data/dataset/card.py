@@ -14,6 +14,7 @@ import yaml
 from kame_data.atomic import atomic_path, write_text
 from kame_data.dataset.folder import DatasetDir
 from kame_data.dataset.rows import features
+from kame_data.records import CONTINUATION_GAP
 
 log = logging.getLogger("kame_data.dataset.card")
 
@@ -279,17 +280,18 @@ def _pauses(cfg: dict[str, Any] | None, oracle: dict[str, Any]) -> str:
     if not cfg:
         said = "as the voices made them"
     elif not cfg.get("bound", True):
-        said = "as the voices made them, even past the oracle's 1.0 s run rule"
+        said = f"as the voices made them, even past the oracle's {CONTINUATION_GAP:g} s run rule"
     else:
-        said = (f"kept under the oracle's 1.0 s run rule (a pause that would reach it is redrawn: after a "
-                f"sentence {_range(cfg.get('sentence'))} s, after a clause {_range(cfg.get('clause'))} s, "
-                "capped by the next word's length)")
+        said = (f"kept under the oracle's {CONTINUATION_GAP:g} s run rule (a pause that would reach it is "
+                f"redrawn: after a sentence {_range(cfg.get('sentence'))} s, after a clause "
+                f"{_range(cfg.get('clause'))} s, capped by the next word's length)")
     if cfg.get("thinking"):
         said += (f"; a user turn has a thinking pause of {_range(cfg.get('thinking_seconds'))} s with probability "
                  f"{cfg['thinking']:g}")
     if oracle.get("early_truth") == "keep":
-        said += ("; where a pause reaches 1.0 s the ladder ends the user's run there (level 5, the true reply) and "
-                 "starts a new one when the user goes on: such events are kept and counted below")
+        said += (f"; where a pause reaches {CONTINUATION_GAP:g} s the ladder ends the user's run there (level 5, "
+                 "the true reply) and falls back to a lower level when the user goes on: such events are kept "
+                 "and counted below")
     return said + "."
 
 

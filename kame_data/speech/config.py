@@ -61,8 +61,9 @@ class PauseConfig:
     before the rule, and cut out of the silence. `bound: false` keeps the engines' pauses;
     `thinking` gives a user turn one long pause (seconds from `thinking_seconds`) at a sentence
     boundary with that probability. The ladder then ends the user's run at such a pause: level 5
-    (the true reply) while the user has more to say, and a new run, ratio from low again, when the
-    user goes on. Both therefore need `oracle.early_truth: keep`.
+    (the true reply) while the user has more to say; when the user goes on, the ratio falls back
+    (the turn's words heard so far over all of them) and climbs again. Both therefore need
+    `oracle.early_truth: keep`.
     """
 
     bound: bool = True
