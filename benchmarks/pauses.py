@@ -3,8 +3,9 @@
 The quickstart's dialogues are rendered twice with `kame-data run --until speak`: with the engines'
 own pauses (`speak.pauses.bound: false`, the baseline) and with pauses kept under the oracle's run
 rule (the default). For each, over every pair of neighbouring words inside a turn: how many end
-1.0 s or more apart (each one a level-5 oracle event before the user has finished), the largest
-such gap, the spread of the pauses (natural and varied, not clipped to one value), the dialogues
+1.0 s or more apart, the largest such gap, the oracle events of DESIGN.md's ladder over the rendered
+words (interval 0.5 s, the assistant's channel) and how many of them are level 5 inside a user turn
+(the true reply before the user has finished; the LLM's predictions play no part in this), the spread of the pauses (natural and varied, not clipped to one value), the dialogues
 rendered, rejected or re-rendered faster, and the speak time (what keeping the rule costs).
 
     python benchmarks/pauses.py [--recipe quickstart] [--limit N]
@@ -52,8 +53,17 @@ def render(recipe: Path, raw: dict, pauses: dict, early: str, out: Path, limit: 
 
 def figures(records: list[dict], pool: set[str]) -> dict:
     """`pool`: the labels of the recipe's voices (a turn with another label was spoken faster)."""
+    from kame_data.oracle.ladder import ladder
+    from kame_data.oracle.metrics import early_truth
+    from kame_data.records import Word
+
     gaps, pauses, sentence, faster = [], [], [], 0
+    events = early = early_dialogues = 0
     for d in (r for r in records if "reject" not in r):
+        steps = ladder([Word(**w) for w in d["words"]], 0.5, target_channel=0)
+        found = early_truth([{"timestamp_ms": s.timestamp_ms, "level": s.level, "channel": s.channel} for s in steps],
+                            [{"speaker": t["speaker"], **tm} for t, tm in zip(d["turns"], d["timings"])])
+        events, early, early_dialogues = events + len(steps), early + len(found), early_dialogues + bool(found)
         for turn, timing in zip(d["turns"], d["timings"]):
             faster += timing["voice"] not in pool
             words = [w for w in d["words"] if w["speaker"] == turn["speaker"]
@@ -71,6 +81,7 @@ def figures(records: list[dict], pool: set[str]) -> dict:
     return {"dialogues": sum("reject" not in r for r in records),
             "rejected": [r["reject"]["reason"] for r in records if "reject" in r],
             "turns_spoken_faster": faster, "word_pairs": len(gaps),
+            "oracle_events": events, "level5_inside_a_user_turn": early, "dialogues_with_them": early_dialogues,
             "gaps_at_or_over_rule": sum(g >= RULE for g in gaps), "max_end_gap_s": round(max(gaps), 3),
             "pauses_over_0.15s": len(pauses), "pause_deciles_s": deciles(pauses),
             "sentence_pauses": len(sentence), "sentence_pause_deciles_s": deciles(sentence)}
