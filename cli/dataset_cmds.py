@@ -24,8 +24,8 @@ def validate_cmd(out: Path = typer.Argument(..., help=OUT_HELP)) -> None:
         report = validate_dataset(out)
     except DatasetInvalid as e:
         fail(f"invalid dataset {out}: {e}", 1)
-    typer.secho(f"ok: {out} ({report.rows} rows in {report.shards} shards, {report.events} oracle events)",
-                fg=typer.colors.GREEN)
+    typer.secho(f"ok: {out} ({report.rows} rows in {report.shards} shards, {report.events} oracle events, "
+                f"{report.early_truth_events} at level 5 inside a turn)", fg=typer.colors.GREEN)
 
 
 class ExportTarget(str, Enum):

@@ -21,6 +21,10 @@ SPEAKER = {ASSISTANT: "A", USER: "B"}
 ROLE = {speaker: role for role, speaker in SPEAKER.items()}
 CHANNEL = {"A": 0, "B": 1}
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # multiple-choice option letters, in option order
+# DESIGN.md's run rule: a speaker's run goes on while each word ends less than this many seconds
+# after the previous one. The oracle ladder ends runs by it; the speak step keeps every pause inside
+# a turn below it, so a turn is one run (one value here, read by both).
+CONTINUATION_GAP = 1.0
 
 
 @dataclass(frozen=True)

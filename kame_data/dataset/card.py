@@ -15,6 +15,7 @@ from kame_data.atomic import atomic_path, write_text
 from kame_data.dataset.folder import DatasetDir
 from kame_data.dataset.rows import features
 from kame_data.dataset.speech_card import SPEECH_KEYS, speech_sections
+from kame_data.records import CONTINUATION_GAP
 
 log = logging.getLogger("kame_data.dataset.card")
 
@@ -178,6 +179,7 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"{recipe.get('script', {}).get('variants', 1)} spoken variant(s) per item.",
         f"- Voices: assistant (A) {_voice(speak.get('assistant'), 'piper', 'joe')}; "
         f"user (B) {_voice(speak.get('user'), 'espeak', 'en-us+f3')}.",
+        f"- Pauses inside a turn: {_pauses(speak.get('pauses'), oracle)}",
         f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}"
         + (f" (model licence: {_cell(llm['model_license'])})" if llm.get("model_license") else "")
         + (f", prompts v{_cell(llm['prompt_version'])}" if llm.get("prompt_version") else "") + ", interval "
@@ -200,6 +202,9 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         f"| audio hours | {manifest['audio_hours']} |",
         f"| oracle events | {manifest['oracle_events']} |",
     ]
+    if "early_truth_events" in manifest:
+        lines.append(f"| level-5 events inside a user turn (the true reply before the user has finished) | "
+                     f"{manifest['early_truth_events']} |")
     for s in sources:
         hours = per_source_stats.get(s, {}).get("hours")
         lines.append(f"| dialogues from {_cell(s)} | {manifest['per_source'][s]}"
@@ -280,6 +285,31 @@ def _voice(cfg: dict[str, Any] | list | None, engine: str, voice: str) -> str:
         return f"`{cfg['name']}`"
     extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
     return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")
+
+
+def _pauses(cfg: dict[str, Any] | None, oracle: dict[str, Any]) -> str:
+    """How pauses inside turns were made, and what the oracle ladder does with them."""
+    cfg = cfg or {}
+    if not cfg:
+        said = "as the voices made them"
+    elif not cfg.get("bound", True):
+        said = f"as the voices made them, even past the oracle's {CONTINUATION_GAP:g} s run rule"
+    else:
+        said = (f"kept under the oracle's {CONTINUATION_GAP:g} s run rule (a pause that would reach it is "
+                f"redrawn: after a sentence {_range(cfg.get('sentence'))} s, after a clause "
+                f"{_range(cfg.get('clause'))} s, capped by the next word's length)")
+    if cfg.get("thinking"):
+        said += (f"; a user turn has a thinking pause of {_range(cfg.get('thinking_seconds'))} s with probability "
+                 f"{cfg['thinking']:g}")
+    if oracle.get("early_truth") == "keep":
+        said += (f"; where a pause reaches {CONTINUATION_GAP:g} s the ladder ends the user's run there (level 5, "
+                 "the true reply) and falls back to a lower level when the user goes on: such events are kept "
+                 "and counted below")
+    return said + "."
+
+
+def _range(value: Any) -> str:
+    return "-".join(f"{v:g}" for v in value) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _bib_key(name: str) -> str:

@@ -8,11 +8,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kame_data.oracle.metrics import rouge_l, token_f1, true_replies
+from kame_data.oracle.metrics import early_truth, rouge_l, token_f1, true_replies
 
 # The columns `RowStats.add_row` reads (with `events`, the ones the oracle figures need too).
 ROW_COLUMNS = ("item_id", "source", "category", "duration")
-EVENT_COLUMNS = ("words", "oracle")
+EVENT_COLUMNS = ("words", "oracle", "turns")
 
 
 def event_scores(row: dict[str, Any]) -> tuple[list[float], list[float]]:
@@ -29,11 +29,18 @@ def event_f1(row: dict[str, Any]) -> list[float]:
     return event_scores(row)[0]
 
 
+def early_events(row: dict[str, Any]) -> list[tuple[int, int]]:
+    """(event index, turn index) of each level-5 event inside a turn of the speaker being heard
+    (needs `oracle` and `turns`): the true reply handed over before the user has finished."""
+    return early_truth(row.get("oracle") or [], row.get("turns") or [])
+
+
 def sample_figures(row: dict[str, Any]) -> dict[str, Any]:
     """What `RowStats.add` needs of one row, small enough to keep per sample."""
     f1, rouge = event_scores(row)
     return {"source": row["source"], "duration": row["duration"],
-            "levels": [e["level"] for e in row.get("oracle") or []], "f1": f1, "rouge_l": rouge}
+            "levels": [e["level"] for e in row.get("oracle") or []], "f1": f1, "rouge_l": rouge,
+            "early": len(early_events(row))}
 
 
 @dataclass
@@ -66,6 +73,7 @@ class RowStats:
         self.per_category: Counter[tuple[str, str]] = Counter()
         self.durations: dict[str, list[float]] = {}
         self.levels: Counter[int] = Counter()
+        self.early_truth = 0  # level-5 events inside a turn of the speaker being heard
         self.f1_sum: Counter[int] = Counter()
         self.f1_count: Counter[int] = Counter()
         self.f1_values: dict[int, list[float]] | None = {} if keep_f1 else None
@@ -78,20 +86,23 @@ class RowStats:
         """Counts over `sample_figures`-like dicts (what the runner keeps per sample)."""
         stats = cls()
         for s in samples:
-            stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()), rouge=s.get("rouge_l", ()))
+            stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()), rouge=s.get("rouge_l", ()),
+                      early=s.get("early", 0))
         return stats
 
     def add_row(self, row: dict[str, Any], split: str | None = None) -> None:
         """One dataset row; reads the ROW_COLUMNS present, and the EVENT_COLUMNS when present."""
         events = row.get("oracle") or []
         f1, rouge = event_scores(row) if self.with_f1 and events and "words" in row else ((), ())
+        early = len(early_events(row)) if events and "turns" in row else 0
         self.add(row["source"], row.get("duration", 0.0), [e["level"] for e in events], f1,
-                 item=row.get("item_id"), split=split, category=row.get("category"), rouge=rouge)
+                 item=row.get("item_id"), split=split, category=row.get("category"), rouge=rouge, early=early)
 
     def add(self, source: str, duration: float, levels: Iterable[int] = (), f1: Iterable[float] = (),
             item: str | None = None, split: str | None = None, category: str | None = None,
-            rouge: Iterable[float] = ()) -> None:
+            rouge: Iterable[float] = (), early: int = 0) -> None:
         self.samples += 1
+        self.early_truth += early
         self.seconds += duration
         self.durations.setdefault(source, []).append(duration)
         for name, groups in ((source, self.per_source), (split, self.per_split)):
@@ -136,6 +147,7 @@ class RowStats:
                                             for s, (f, r, n) in sorted(self.source_similarity.items()) if n},
             "audio_hours": round(self.seconds / 3600, 4),
             "oracle_events": self.events,
+            "early_truth_events": self.early_truth,
         }
 
     def figures(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from kame_data.dataset.shards import (
     split_fractions,
     split_of,
 )
-from kame_data.dataset.stats import RowStats
+from kame_data.dataset.stats import RowStats, early_events
 from kame_data.oracle.ladder import hint_level
 from kame_data.schema import SchemaError, validate
 
@@ -52,6 +52,7 @@ class Report:
     rows: int
     events: int
     splits: dict[str, int] | None = None
+    early_truth_events: int = 0  # level-5 events inside a turn of the speaker heard (only with early_truth: keep)
 
 
 def _check_audio(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -73,7 +74,18 @@ def _check_audio(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "duration", f"{row['duration']} s but the audio lasts {duration:.3f} s"
 
 
-def _check_row(row: dict[str, Any], check_audio: bool = True) -> Iterator[tuple[str, str]]:
+def _check_early(row: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Level-5 events (the true reply itself) before the speaker heard has finished the turn."""
+    for i, k in early_events(row):
+        e, turn = row["oracle"][i], row["turns"][k]
+        yield (f"oracle[{i}].level",
+               f"level-5 event at {e['timestamp_ms'] / 1000:.2f} s inside {turn['role']} turn {k} "
+               f"({turn['start']:.2f}-{turn['end']:.2f} s, ratio {e['current_spoken_ratio']:.3f}): the true reply "
+               f"before the {turn['role']} has finished "
+               "(a recipe with long pauses sets oracle.early_truth: keep)")
+
+
+def _check_row(row: dict[str, Any], check_audio: bool = True, allow_early: bool = False) -> Iterator[tuple[str, str]]:
     """(field, message) for each problem in one row, most basic first."""
     try:
         validate("sample", row_metadata(row))
@@ -115,6 +127,8 @@ def _check_row(row: dict[str, Any], check_audio: bool = True) -> Iterator[tuple[
             yield f"oracle[{i}].level", f"level {e['level']} does not follow ratio {e['current_spoken_ratio']}"
         if bool(e["hint"]) != (e["current_spoken_ratio"] > 0.5):
             yield f"oracle[{i}].hint", "hint must be present exactly when the spoken ratio is above 0.5"
+    if not allow_early:
+        yield from _check_early(row)
 
 
 def _open(out: Path) -> DatasetDir:
@@ -182,6 +196,7 @@ class _CrossChecks:
             raise DatasetInvalid("", "", "manifest.json:recipe.publish", str(e)) from e
         self.seed = recipe.get("seed", 0)
         self.check_audio = check_audio
+        self.allow_early = (recipe.get("oracle") or {}).get("early_truth") == "keep"
         self.seen: set[str] = set()
         self.item_split: dict[str, tuple[str, str]] = {}
         self.stats = RowStats(f1=False)
@@ -191,7 +206,7 @@ class _CrossChecks:
         if rid in self.seen:
             raise DatasetInvalid(name, rid, "id", "duplicate row id")
         self.seen.add(rid)
-        for field, message in _check_row(row, self.check_audio):
+        for field, message in _check_row(row, self.check_audio, self.allow_early):
             raise DatasetInvalid(name, rid, field, message)
         item = row["item_id"]
         first = self.item_split.setdefault(item, (split, rid))
@@ -235,7 +250,7 @@ def _check_figures(manifest: dict[str, Any], stats: RowStats) -> None:
         raise DatasetInvalid("", "", "manifest.json:counts.samples",
                              f"{stats.samples} rows in shards, manifest counts {manifest['counts']['samples']}")
     counted = stats.manifest_fields()
-    for key in ("per_source", "oracle_events", "levels"):
+    for key in ("per_source", "oracle_events", "levels", "early_truth_events"):
         if key in manifest and counted[key] != manifest[key]:
             raise DatasetInvalid("", "", f"manifest.json:{key}", f"shards have {counted[key]}, "
                                  f"manifest says {manifest[key]}")
@@ -256,4 +271,5 @@ def validate_dataset(out_dir: str | Path, check_audio: bool = True) -> Report:
     per_split = Counter({split: g.dialogues for split, g in stats.per_split.items()})
     _check_card(out, ds.manifest, per_split)
     log.info("valid: %s (%d rows, %d shards, %d events)", out, stats.samples, len(shards), stats.events)
-    return Report(shards=len(shards), rows=stats.samples, events=stats.events, splits=dict(per_split))
+    return Report(shards=len(shards), rows=stats.samples, events=stats.events, splits=dict(per_split),
+                  early_truth_events=stats.early_truth)

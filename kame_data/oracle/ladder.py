@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from kame_data.records import Word
+from kame_data.records import CONTINUATION_GAP, Word
 
-CONTINUATION_GAP = 1.0  # a run continues while each word ends < 1.0 s after the previous one
 RECENT = 5
 LEVEL_BOUNDS = ((0.5, 0), (0.65, 1), (0.8, 2), (0.95, 3), (0.99, 4))
 

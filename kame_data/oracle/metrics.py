@@ -83,3 +83,25 @@ def true_replies(words: Sequence[dict[str, Any]], events: Sequence[dict[str, Any
 def clean_text(text: str) -> str:
     """Untrusted text made safe for a terminal: control characters shown as \\xNN, never sent."""
     return "".join(c if c in "\n\t" or unicodedata.category(c) != "Cc" else f"\\x{ord(c):02x}" for c in text)
+
+
+def early_truth(events: Sequence[dict[str, Any]], turns: Sequence[dict[str, Any]],
+                channels: dict[str, int] | None = None) -> list[tuple[int, int]]:
+    """(event index, turn index) for each level-5 event that falls inside a turn of the speaker
+    being heard: the true reply handed over before that speaker has finished.
+
+    Events carry `timestamp_ms`, `level` and `channel` (the next speaker's); turns `speaker`,
+    `start` and `end` (its last word's end). An event at t is inside a turn when start <= t < end:
+    the turn's last word has not ended yet, so it was not among the words the event saw.
+    """
+    channels = channels or {"A": 0, "B": 1}
+    out = []
+    for i, e in enumerate(events):
+        if e["level"] != 5:
+            continue
+        t = e["timestamp_ms"] / 1000
+        for k, turn in enumerate(turns):
+            if channels[turn["speaker"]] != e["channel"] and turn["start"] <= t < turn["end"]:
+                out.append((i, k))
+                break
+    return out

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from kame_data.llm.accounting import Account, Meter, Prices
 from kame_data.llm.base import ChatBackend, complete_chains
 from kame_data.llm.config import BackendConfig, open_backend
-from kame_data.oracle.ladder import Step, floor_words, ladder
+from kame_data.oracle.ladder import CONTINUATION_GAP, Step, floor_words, ladder
+from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
@@ -29,8 +30,21 @@ class OracleConfig:
     retries: int = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
     trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
     level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
+    # A level-5 event inside a turn of the speaker being heard hands over the true reply before that
+    # speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
+    early_truth: str = "reject"  # reject | keep
     budget_usd: float | None = None  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
     backend: BackendConfig = field(default_factory=BackendConfig)
+
+    def __post_init__(self) -> None:
+        if self.early_truth not in ("reject", "keep"):
+            raise ValueError(f"oracle.early_truth must be reject or keep, not {self.early_truth!r}")
+
+    @property
+    def run_gap(self) -> float:
+        """The ladder's run rule (DESIGN.md): a word ending this long after the previous one ends a
+        speaker's run. The speak step keeps every pause inside a turn below it."""
+        return CONTINUATION_GAP
 
 
 class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
@@ -151,8 +165,34 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
         ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
                           only_new_words=self.cfg.trigger == "new_words") for r in batch]
+        early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
+        ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
         predictions = self._predict(ladders)
-        return [self._assemble(rendered, steps, mine) for rendered, steps, mine in zip(batch, ladders, predictions)]
+        return [[reject] if reject else self._assemble(rendered, steps, mine)
+                for rendered, steps, mine, reject in zip(batch, ladders, predictions, early)]
+
+    def _early(self, rendered: RenderedDialogue, steps: list[Step]) -> Reject | None:
+        """The dialogue's reject when a level-5 step falls inside a turn of the speaker heard
+        (unless `early_truth: keep`)."""
+        if self.cfg.early_truth == "keep":
+            return None
+        turns = [{"speaker": t.speaker, "start": tm.start, "end": tm.end}
+                 for t, tm in zip(rendered.dialogue.turns, rendered.timings)]
+        found = early_truth([{"timestamp_ms": s.timestamp_ms, "level": s.level, "channel": s.channel} for s in steps],
+                            turns, CHANNEL)
+        if not found:
+            return None
+        i, k = found[0]
+        turn, step = turns[k], steps[i]
+        t = step.timestamp_ms / 1000
+        to_come = sum(1 for w in rendered.words if w.speaker == turn["speaker"] and t < w.end <= turn["end"]
+                      and w.start >= turn["start"])
+        why = ("the ladder read a pause as the end of the turn" if step.current_spoken_ratio >= 1 else
+               "a turn of over 100 words passes ratio 0.99 before its last word")
+        return Reject(self.name, rendered.id, "early_truth",
+                      f"{len(found)} level-5 event(s) inside a turn, first at {t:.2f} s in turn {k} "
+                      f"({turn['start']:.2f}-{turn['end']:.2f} s): ratio {step.current_spoken_ratio:.3f}, "
+                      f"{to_come} word(s) still to come ({why})")
 
     def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
         failed = [e for _, e in mine if e]

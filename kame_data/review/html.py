@@ -29,7 +29,7 @@ from typing import Any, Optional
 
 from kame_data.atomic import write_text
 from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
-from kame_data.dataset.stats import RowStats
+from kame_data.dataset.stats import RowStats, early_events
 from kame_data.oracle.metrics import reply_spans, rouge_l, token_f1, true_replies
 from kame_data.review.speech import acoustics_text, turn_quality_text
 
@@ -105,14 +105,16 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
     replies: list[str] = []
     reply_words: list[list[int]] = []
     out_events = []
-    for e, span, truth in zip(events, spans, true_replies(words, events)):
+    early = {i for i, _ in early_events(row)}
+    for i, (e, span, truth) in enumerate(zip(events, spans, true_replies(words, events))):
         if truth not in replies:
             replies.append(truth)
             reply_words.append(span)
         out_events.append({"t": e["timestamp_ms"], "level": e["level"], "ratio": round(e["current_spoken_ratio"], 3),
                            "prediction": e["prediction"], "hint": e["hint"], "reply": replies.index(truth),
                            "f1": round(token_f1(e["prediction"], truth), 3),
-                           "rouge": round(rouge_l(e["prediction"], truth), 3), "channel": e["channel"]})
+                           "rouge": round(rouge_l(e["prediction"], truth), 3), "channel": e["channel"],
+                           "early": i in early})
     return {
         "id": row["id"], "item": row["item_id"], "source": row["source"], "category": row["category"],
         "variant": row["variant"], "duration": row["duration"],
@@ -139,6 +141,7 @@ def _summary(ds: DatasetDir, stats: RowStats) -> dict[str, Any]:
     return {
         "dialogues": stats.samples,
         "events": stats.events,
+        "early_truth": stats.early_truth,
         "seconds": round(stats.seconds, 2),
         "levels": [{"level": lv, "events": len(xs), "f1_mean": round(mean(xs), 3) if xs else None,
                     "f1_q": _quantiles(xs) if xs else None,

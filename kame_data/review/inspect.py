@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kame_data.dataset.folder import META_COLUMNS, DatasetDir, DatasetError
-from kame_data.oracle.metrics import clean_text, reply_spans, token_f1
+from kame_data.oracle.metrics import clean_text, early_truth, reply_spans, token_f1
 
 LEVEL_STYLES = {0: "bold red", 1: "bold dark_orange", 2: "bold yellow", 3: "bold chartreuse3",
                 4: "bold green", 5: "bold cyan"}
@@ -112,9 +112,11 @@ def ladder_table(row: dict[str, Any], level: Optional[int] = None) -> Table:
     """The ladder: time, level, ratio, prediction, hint where shown, token-F1 to the true reply.
 
     A row in italics announces each new true reply (the next speaker's next utterance), so the
-    predictions below it can be read against it.
+    predictions below it can be read against it. A level-5 event inside a user turn (the true
+    reply before the user has finished) is marked "early".
     """
     events, words = row["oracle"], row["words"]
+    early = {i for i, _ in early_truth(events, row.get("turns") or [])}
     from_words = [" ".join(words[i]["word"] for i in span) for span in reply_spans(words, events)]
     table = Table(title="oracle ladder", title_justify="left", box=box.SIMPLE_HEAD, expand=True, show_edge=False)
     table.add_column("t (s)", justify="right", no_wrap=True)
@@ -125,7 +127,7 @@ def ladder_table(row: dict[str, Any], level: Optional[int] = None) -> Table:
     table.add_column("F1", justify="right", no_wrap=True)
     last_reply = None
     shown = 0
-    for e, computed in zip(events, from_words):
+    for i, (e, computed) in enumerate(zip(events, from_words)):
         reply = e["hint"] or computed
         if level is not None and e["level"] != level:
             continue
@@ -134,7 +136,10 @@ def ladder_table(row: dict[str, Any], level: Optional[int] = None) -> Table:
                           end_section=False)
             last_reply = reply
         f1 = token_f1(e["prediction"], reply)
-        table.add_row(f"{e['timestamp_ms'] / 1000:.1f}", Text(f" {e['level']} ", style=f"reverse {LEVEL_STYLES[e['level']]}"),
+        lvl = Text(f" {e['level']} ", style=f"reverse {LEVEL_STYLES[e['level']]}")
+        if i in early:
+            lvl.append(" early", style="bold red")
+        table.add_row(f"{e['timestamp_ms'] / 1000:.1f}", lvl,
                       f"{e['current_spoken_ratio']:.2f}", _t(e["prediction"]), _hint_cell(e["hint"], computed),
                       Text(f"{f1:.2f}", style=_f1_style(f1)))
         shown += 1

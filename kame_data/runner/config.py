@@ -52,6 +52,12 @@ class RunConfig:
                 built[name] = build_config(section_cls, recipe.raw.get(name) or {})
             except (TypeError, ValueError) as e:
                 raise RecipeError(f"recipe {recipe.path.name}: {name}: {e}") from e
+        if built["speak"].pauses.long_pauses and built["oracle"].early_truth == "reject":
+            raise RecipeError(
+                f"recipe {recipe.path.name}: speak.pauses keeps pauses of {built['oracle'].run_gap:g} s or more "
+                "inside turns (bound: false or thinking > 0), where the oracle ladder ends the speaker's run: "
+                "level 5, the true reply, comes before the turn is over. Set oracle.early_truth: keep to "
+                "publish such dialogues (validate then counts their events instead of failing).")
         return cls(recipe=recipe, **built)
 
     @property
@@ -95,7 +101,8 @@ class RunConfig:
         from kame_data.speech.stage import SpeakStage
 
         meter = meter if meter is not None else self.meter()
-        return [ScriptStage(self.script, self.seed, cache=cache, meter=meter), SpeakStage(self.speak, self.seed),
+        return [ScriptStage(self.script, self.seed, cache=cache, meter=meter),
+                SpeakStage(self.speak, self.seed, run_gap=self.oracle.run_gap),
                 QualityStage(self.quality, self.seed), AcousticsStage(self.acoustics, self.seed),
                 OracleStage(self.oracle, cache=cache, meter=meter)]
 

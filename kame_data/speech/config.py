@@ -1,4 +1,5 @@
-"""The speak step's config: voice pools per role, turn gaps, silences, loudness and speech QA."""
+"""The speak step's config: voice pools per role, turn gaps, pauses inside turns, silences,
+loudness and speech QA."""
 
 from __future__ import annotations
 
@@ -103,6 +104,43 @@ class ReplyConfig:
     def own_gap(self) -> bool:
         """False: replies draw from `speak.gap` like every other turn."""
         return self.gap.distribution != "inherit"
+class PauseConfig:
+    """Pauses inside a turn (see speech/pauses.py).
+
+    The oracle ladder ends a speaker's run where a word ends 1.0 s or more after the previous one
+    (records.CONTINUATION_GAP, DESIGN.md); engines leave 0.8-1.1 s between sentences, which made a
+    pause look like the end of the turn and handed the oracle the true reply early. With `bound`,
+    a pause that would reach the run rule is redrawn from the range of its kind (after . ? ! from
+    `sentence`, after , ; : from `clause`, else `word`), capped so the next word ends `margin`
+    before the rule, and cut out of the silence. `bound: false` keeps the engines' pauses;
+    `thinking` gives a user turn one long pause (seconds from `thinking_seconds`) at a sentence
+    boundary with that probability. The ladder then ends the user's run at such a pause: level 5
+    (the true reply) while the user has more to say; when the user goes on, the ratio falls back
+    (the turn's words heard so far over all of them) and climbs again. Both therefore need
+    `oracle.early_truth: keep`.
+    """
+
+    bound: bool = True
+    sentence: tuple = (0.4, 0.75)
+    clause: tuple = (0.2, 0.45)
+    word: tuple = (0.05, 0.2)
+    margin: float = 0.05
+    thinking: float = 0.0
+    thinking_seconds: tuple = (1.5, 3.0)
+
+    def __post_init__(self) -> None:
+        for name in ("sentence", "clause", "word", "thinking_seconds"):
+            v = getattr(self, name)
+            if len(v) != 2 or not 0 <= v[0] <= v[1]:
+                raise ValueError(f"speak.pauses.{name}: give [low, high] seconds with 0 <= low <= high, got {v!r}")
+            object.__setattr__(self, name, (float(v[0]), float(v[1])))
+        if not 0 <= self.thinking <= 1:
+            raise ValueError(f"speak.pauses.thinking is a probability, got {self.thinking!r}")
+
+    @property
+    def long_pauses(self) -> bool:
+        """Whether turns may hold pauses the run rule reads as the end of the turn."""
+        return not self.bound or self.thinking > 0
 
 
 VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
@@ -114,6 +152,7 @@ class SpeakConfig:
     assistant: VoicePool = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
     user: VoicePool = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
     gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
+    pauses: PauseConfig = field(default_factory=PauseConfig)
     lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]
     tail: Any = 0.4  # after the last word
     target_dbfs: float = -20.0
@@ -145,6 +184,8 @@ class SpeakConfig:
             object.__setattr__(self, "gap", GapConfig(**self.gap))
         if isinstance(self.qa, dict):
             object.__setattr__(self, "qa", QAConfig(**self.qa))
+        if isinstance(self.pauses, dict):
+            object.__setattr__(self, "pauses", PauseConfig(**self.pauses))
         for name in ("lead_in", "tail"):
             v = getattr(self, name)
             if isinstance(v, list):

@@ -17,7 +17,7 @@ import random
 import unicodedata
 import weakref
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,8 @@ from kame_data.audio import resample
 from kame_data.records import (
     ASSISTANT,
     ROLE,
+    CONTINUATION_GAP,
+    SPEAKER,
     USER,
     Dialogue,
     Reject,
@@ -35,9 +37,10 @@ from kame_data.records import (
 )
 from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
 from kame_data.speech.answer import answer_lost
-from kame_data.speech.engines import TTSEngine, VoiceConfig, open_engine
+from kame_data.speech.engines import TTSEngine, VoiceConfig, faster, open_engine
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
+from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
 from kame_data.speech.screen import screen_pools, voice_wer
 from kame_data.speech.timing import complete_spans, cover_voice
 from kame_data.speech.voices import cast
@@ -50,6 +53,7 @@ log = logging.getLogger(__name__)
 WORDS_PER_SECOND = 2.6  # conservative speaking-rate estimate, to refuse over-long turns before synthesis
 CHARS_PER_SECOND = 14.0  # the same for text with few, long words
 MAX_WORD_CHARS = 60  # longer "words" are noise (hashes, base64, runs of letters), not speech
+TEMPOS = (1.1, 1.2)  # a turn whose long word leaves no pause to cut is spoken again this much faster
 _WHITESPACE_CONTROLS = {"\n", "\r", "\t"}
 
 
@@ -82,6 +86,7 @@ class _Turn:
     spoken: SpokenTurn
     wer: float | None = None
     start_error_ms: float | None = None
+    long_gaps: list[tuple[int, float]] = field(default_factory=list)  # pauses the run rule reads as its end
 
 
 class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
@@ -90,16 +95,23 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
 
     name = "speak"
 
-    def __init__(self, config: SpeakConfig, seed: int = 0):
+    def __init__(self, config: SpeakConfig, seed: int = 0, run_gap: float = CONTINUATION_GAP):
+        """`run_gap`: the oracle's run rule (a word ending this long after the previous one ends a
+        run); every pause inside a turn is kept below it."""
         super().__init__(config, seed)
         self.cfg = config
+        self.run_gap = run_gap
         self.workers = max(1, config.workers or os.cpu_count() or 1)
         self.engines: dict[VoiceConfig, TTSEngine] = {}
         self.aligner = None
+        self._threads: int | None = 1
         self._executor = None
         self.screened: dict[str, float] = {}  # voice label -> median WER on the screening sentences
         self.dropped: set[str] = set()  # voices screening left out
         self._clips: dict = {}  # (voice, text) -> a rendered backchannel
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "run_gap": self.run_gap}
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -118,6 +130,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
 
     def open_local(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
+        self._threads = threads
         if not self.engines:
             # numpy's BLAS with several threads sums in another order, which moves Whisper's word
             # timings by a frame: one thread makes a render the same whatever OMP_NUM_THREADS says.
@@ -141,7 +154,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
-        self._executor = worker_pool(self.workers, _init_worker, (self.cfg, self.seed))
+        self._executor = worker_pool(self.workers, _init_worker, (self.cfg, self.seed, self.run_gap))
         weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
         try:
             errors = list(self._executor.map(_worker_ready, range(self.workers)))
@@ -249,11 +262,12 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
                 try:
                     spoken = {k: self._speak_turn(voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken)
                               for k in indices}
+                    self._quicken(voice, dialogue, spoken)
                 except Exception as e:  # an engine failing on one text must not stop the run
                     log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
                     return Reject(self.name, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}",
                                   transient=True)  # an engine or aligner fault, not the text's: retried on rerun
-                failure = self._qa_failure(spoken)
+                failure = self._qa_failure(spoken) or self._pause_failure(spoken)
                 if failure is None:
                     turns.update(spoken)
                     chosen[role] = voice
@@ -276,6 +290,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         spoken = [t.spoken for t in turns]
         gaps = [self.cfg.gap_for(spoken[k].speaker, spoken[k - 1].speaker).draw(
                     rng, same_speaker=spoken[k].speaker == spoken[k - 1].speaker) for k in range(1, len(spoken))]
+        gaps = untangle_overlaps([(t.speaker, t.spans[0][1] - t.spans[0][0]) for t in spoken], gaps)
         lead_in, tail = _draw(self.cfg.lead_in, rng), _draw(self.cfg.tail, rng)
         live = random.Random(f"{self.seed}:turns:{dialogue.id}")  # its own stream: gaps stay as they were
         spoken, forced, cut = plan_barge_ins(spoken, dialogue.answer, self.cfg.turns, live, self.cfg.sample_rate)
@@ -325,6 +340,42 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
                                      f"> {self.cfg.qa.max_start_error_ms:.0f} ms")
         return None
 
+    def _pause_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
+        """A pause no cut could bring under the run rule (a word that alone lasts about as long)."""
+        for k, t in spoken.items():
+            if t.long_gaps:
+                i, gap = t.long_gaps[0]
+                words = t.spoken.words
+                return "early_truth", (f"turn {k}: {words[i]!r} ends {gap:.2f} s after {words[i - 1]!r}, which the "
+                                       f"oracle reads as the end of the turn (runs end at {self.run_gap:g} s)")
+        return None
+
+    def _quicken(self, voice: VoiceConfig, dialogue: Dialogue, spoken: dict[int, _Turn]) -> None:
+        """Speak again, a little faster, each turn where a word alone nearly fills the run rule
+        (nothing left to cut); its label then names the faster knob."""
+        for k, t in spoken.items():
+            for tempo in TEMPOS if t.long_gaps else ():
+                fast = faster(voice, tempo)
+                if fast not in self.engines:
+                    self.engines[fast] = open_engine(fast, self._threads)
+                again = self._speak_turn(fast, t.spoken.speaker, dialogue.turns[k].spoken)
+                if not again.long_gaps:
+                    log.info("speak %s turn %d: spoken at %s to keep its pauses under the run rule",
+                             dialogue.id, k, fast.label)
+                    spoken[k] = again
+                    break
+
+    def _shape(self, voice: VoiceConfig, turn: _Turn, spoken: str) -> _Turn:
+        """Pauses inside the turn under the run rule (and a thinking pause where the recipe asks)."""
+        t = turn.spoken
+        rng = random.Random(f"{self.seed}:pause:{voice.label}:{spoken}")
+        shaped = shape_pauses(t.audio, self.cfg.sample_rate, t.spans, pause_kinds(spoken), self.run_gap,
+                              self.cfg.pauses, rng, thinking=t.speaker == SPEAKER[USER])
+        turn.spoken = replace(t, audio=shaped.audio, spans=shaped.spans)
+        if self.cfg.pauses.bound:
+            turn.long_gaps = long_gaps(shaped.spans, self.run_gap, skip=shaped.thinking_before)
+        return turn
+
     def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
         engine = self.engines[voice]
         syn = engine.synthesize(spoken)
@@ -358,7 +409,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
             err = start_error_ms(spans, lined) if engine.timed else None
             turn.start_error_ms = None if err is None else round(err, 1)
-        return turn
+        return self._shape(voice, turn, spoken)
 
 
 # --- worker processes ------------------------------------------------------------------------
@@ -367,11 +418,11 @@ _WORKER: SpeakStage | None = None
 _WORKER_ERROR = ""
 
 
-def _init_worker(cfg: SpeakConfig, seed: int) -> None:
+def _init_worker(cfg: SpeakConfig, seed: int, run_gap: float) -> None:
     """Runs once in each worker: loads every voice (and Whisper) on one thread."""
     global _WORKER, _WORKER_ERROR
     try:
-        stage = SpeakStage(replace(cfg, workers=1), seed)
+        stage = SpeakStage(replace(cfg, workers=1), seed, run_gap)
         stage.open_local(threads=1)
         _WORKER = stage
     except Exception as e:  # reported to the parent by the first task, with its message

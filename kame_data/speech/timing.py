@@ -60,7 +60,13 @@ def complete_spans(spans: list[Span], weights: list[int], audio: np.ndarray, sr:
     for s, e in zip(starts, ends):
         s = max(float(s), prev_end)
         e = min(max(float(e), s), duration)
-        a, b = int(s / FRAME), int(np.ceil(e / FRAME))
+        a, b = int(s / FRAME), min(int(np.ceil(e / FRAME)), len(voiced))
+        # An edge frame that only grazes the span, cut off from it by silence, holds the neighbour's
+        # onset or tail: counting it would put the whole pause before the next word into this one.
+        if b - a > 2 and b * FRAME > e + 1e-9 and voiced[b - 1] and not voiced[b - 2]:
+            b -= 1
+        if b - a > 2 and a * FRAME < s - 1e-9 and voiced[a] and not voiced[a + 1]:
+            a += 1
         idx = np.flatnonzero(voiced[a:b]) if b > a else np.zeros(0, int)
         if len(idx):
             s2 = (a + idx[0]) * FRAME
@@ -71,12 +77,19 @@ def complete_spans(spans: list[Span], weights: list[int], audio: np.ndarray, sr:
     return out
 
 
-def voiced_extent(audio: np.ndarray, sr: int, silence_db: float = -35.0) -> tuple[float, float] | None:
-    """(first, last) voiced instant of a clip, by the same frame threshold as `complete_spans`."""
+def voiced_frames(audio: np.ndarray, sr: int, silence_db: float = -35.0) -> np.ndarray:
+    """Per FRAME of the clip: whether it is voiced, by the same threshold as `complete_spans`."""
     rms = _frame_rms(audio, sr)
     if not len(rms) or rms.max() <= 0:
+        return np.zeros(len(rms), bool)
+    return rms > rms.max() * 10 ** (silence_db / 20)
+
+
+def voiced_extent(audio: np.ndarray, sr: int, silence_db: float = -35.0) -> tuple[float, float] | None:
+    """(first, last) voiced instant of a clip, by the same frame threshold as `complete_spans`."""
+    idx = np.flatnonzero(voiced_frames(audio, sr, silence_db))
+    if not len(idx):
         return None
-    idx = np.flatnonzero(rms > rms.max() * 10 ** (silence_db / 20))
     return float(idx[0] * FRAME), float(min((idx[-1] + 1) * FRAME, len(audio) / sr))
 
 

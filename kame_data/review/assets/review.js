@@ -82,6 +82,7 @@
     fact("dialogues", S.dialogues);
     fact("cards on this page", DATA.dialogues.length);
     fact("oracle events", S.events);
+    fact("level 5 inside a user turn", S.early_truth);
     fact("minutes of audio", (S.seconds / 60).toFixed(1));
     fact("rejects", S.reject_total);
     fact("simulator", D.model || "–");
@@ -213,10 +214,11 @@
     }
     const mkRow = el("div", "mk-row");
     d.events.forEach((e, i) => {
-      const m = el("button", "mk lv" + e.level);
+      const m = el("button", "mk lv" + e.level + (e.early ? " early" : ""));
       m.type = "button";
       m.style.left = (e.t / 1000) * PX_PER_S - 5 + "px";
-      m.title = `${secs(e.t)} s · level ${e.level} · ratio ${fmt2(e.ratio)} · F1 ${fmt2(e.f1)} · ROUGE-L ${fmt2(e.rouge)}`;
+      m.title = `${secs(e.t)} s · level ${e.level} · ratio ${fmt2(e.ratio)} · F1 ${fmt2(e.f1)} · ROUGE-L ${fmt2(e.rouge)}` +
+        (e.early ? " · the true reply before the user has finished" : "");
       m.setAttribute("aria-label", "oracle event at " + secs(e.t) + " s, level " + e.level);
       m.dataset.i = i;
       m.addEventListener("click", () => select(c, i, true));
@@ -296,10 +298,11 @@
         tbody.append(rr);
         lastReply = e.reply;
       }
-      const tr = el("tr", "ev");
+      const tr = el("tr", e.early ? "ev early" : "ev");
       tr.dataset.level = e.level;
       const lvTd = el("td", "c");
       lvTd.append(levelBadge(e.level));
+      if (e.early) lvTd.append(el("span", "early-tag", "early"));
       const f1 = el("td", "num f1", fmt2(e.f1));
       f1.classList.add(e.f1 >= 0.6 ? "hi" : e.f1 >= 0.3 ? "mid" : "lo");
       const rouge = el("td", "num f1", fmt2(e.rouge));
