@@ -16,19 +16,22 @@ def synthetic_dialogue(i: int, seed: int = 0, user_words: int = 18, assistant_wo
     t = 0.3
     words = []
     turns = []
+    timings = []
     for speaker, role, n in (("B", "user", user_words + rng.randint(-4, 4)), ("A", "assistant", assistant_words)):
         texts = []
+        first = len(words)
         for _ in range(n):
             d = rng.uniform(0.15, 0.45)
             w = rng.choice(VOCAB)
             words.append(Word(speaker, w, round(t, 3), round(t + d, 3)))
             texts.append(w)
-            t += d + (rng.uniform(0.2, 0.6) if rng.random() < 0.1 else 0.02)
+            # Pauses stay short of the ladder's 1.0 s run rule (pause + a word of at most 0.45 s).
+            t += d + (min(rng.uniform(0.2, 0.6), 0.5) if rng.random() < 0.1 else 0.02)
         turns.append(Turn(role, speaker, " ".join(texts), " ".join(texts)))
+        timings.append(TurnTiming(words[first].start, words[-1].end, "none"))
         t += rng.uniform(0.3, 0.8)
     sr = 24000
     d = Dialogue(f"synthetic-{i}-v0", f"synthetic-{i}", "synthetic", "misc", 0, turns)
-    timings = [TurnTiming(words[0].start, words[user_words].end, "none"), TurnTiming(0, 0, "none")]
     return RenderedDialogue(d, np.zeros((int((t + 0.5) * sr), 2), np.int16), sr, words, timings)
 
 

@@ -56,7 +56,7 @@ def test_the_ladder_hands_over_the_truth_at_a_long_pause():
 
 def _paused(row: dict) -> None:
     if row["id"] == "tiny-1-v0":
-        row.update(words=[{"speaker": s, "word": w, "start": a, "end": b} for s, w, a, b in PAUSED],
+        row.update(words=[{"speaker": s, "word": w, "start": a, "end": b, "backchannel": False} for s, w, a, b in PAUSED],
                    turns=[dict(t) for t in TURNS], oracle=_events(PAUSED))
 
 

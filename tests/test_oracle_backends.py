@@ -253,7 +253,7 @@ def test_one_meter_for_every_llm_call_of_a_run(tmp_path):
                "oracle": {"budget_usd": 1.5, "backend": {**backend, "completion_price_per_million": 2000.0}}}
         (tmp_path / "r.yaml").write_text(yaml.safe_dump(raw))
         config = RunConfig.resolve(load_recipe(tmp_path / "r.yaml"))
-        script, _, oracle = config.build_steps(cache=None)
+        script, *_, oracle = config.build_steps(cache=None)
         items = [r for r in load_source(SourceSpec(kind="gsm8k", path=str(FIXTURES / "gsm8k_test_200.jsonl"),
                                                    limit=3))]
         script.run(items)  # the loopback's replies are no rewrite: template fallbacks, but paid for

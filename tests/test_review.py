@@ -63,7 +63,7 @@ def tiny_row(i: int) -> dict:
                    "start": 0.0, "end": 1.6, "voice": "espeak:en-us"},
                   {"role": "assistant", "speaker": "A", "text": "It's 4.", "spoken": "it's four",
                    "start": 2.0, "end": 2.7, "voice": "piper:joe"}],
-        "words": [{"speaker": s, "word": w, "start": a, "end": b} for s, w, a, b in WORDS],
+        "words": [{"speaker": s, "word": w, "start": a, "end": b, "backchannel": False} for s, w, a, b in WORDS],
         "oracle": events,
     }
 

@@ -65,20 +65,20 @@ class CheckpointStore:
     def put(self, stage: str, key: str, outputs: list) -> None:
         self.storage.write(self._rel(stage, key), pickle.dumps(outputs, protocol=pickle.HIGHEST_PROTOCOL))
 
-    def _marker(self, stage: str, key: str) -> Path:
-        return self.root / stage / key[:2] / f"{key}.retry"
+    @staticmethod
+    def _marker(stage: str, key: str) -> str:
+        return f"{stage}/{key[:2]}/{key}.retry"
 
     def mark_transient(self, stage: str, key: str) -> None:
         """The input's result was not final (a transient reject): nothing is stored for it, only
         that it was tried, so a rerun can say how many it retried."""
-        with atomic_path(self._marker(stage, key)):
-            pass
+        self.storage.write(self._marker(stage, key), b"")
 
     def was_transient(self, stage: str, key: str) -> bool:
-        return self._marker(stage, key).is_file()
+        return self.storage.read(self._marker(stage, key)) is not None
 
     def clear_transient(self, stage: str, key: str) -> None:
-        self._marker(stage, key).unlink(missing_ok=True)
+        self.storage.delete(self._marker(stage, key))
 
     def count(self, stage: str) -> int:
         return self.storage.count(stage, ".pkl")

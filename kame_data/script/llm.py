@@ -199,7 +199,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             out.append(script)
         elif results[i] is not None:
             stats["llm"] += 1
-            out.append(to_dialogue(item, v, results[i]))
+            out.append(to_dialogue(item, v, results[i], script.target if script else None))
         elif errors[i]:
             # The service failed: the template would stand in for good, though a rerun may well
             # get a usable rewrite. A transient reject is retried instead.

@@ -287,7 +287,8 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
     return Script(turns, target, shown)
 
 
-def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) -> Dialogue | Reject:
+def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]],
+                target: Target | None = None) -> Dialogue | Reject:
     """Display turns -> a Dialogue with spoken text side by side, or a Reject naming the turn."""
     dialogue_id = f"{item.id}-v{variant}"
     out = []
@@ -300,29 +301,36 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]]) ->
             return Reject("script", dialogue_id, "unspeakable_text", f"turn {k} ({role}) keeps symbols: {spoken[:80]!r}")
         out.append(Turn(role=role, speaker=SPEAKER[role], text=text, spoken=spoken))
     return Dialogue(id=dialogue_id, item_id=item.id, source=item.source, category=item.category,
-                    variant=variant, turns=out, answer=answer_key(item))
+                    variant=variant, turns=out, answer=answer_key(item, target))
 
 
 MAX_KEY_WORDS = 12  # a longer free-text answer is an essay, not a phrase a transcript can be matched against
 
 
-def answer_key(item: SourceItem) -> list[str]:
+def answer_key(item: SourceItem, target: Target | None = None) -> list[str]:
     """Spoken forms of the item's answer that the rendered assistant must still say (speech/answer.py):
-    the option letters and texts of a multiple-choice item, else the result phrase and the answer."""
+    the option letters as the dialogue shows them and the option texts of a multiple-choice item,
+    else the answer with its unit and the bare answer. `target`: the script's (letters relabelled
+    by the options read); by default the item's own."""
     if not item.answer:
         return []
     if item.options:
-        letters = [a for a in item.answer_letter.split(",") if a and LETTERS.index(a) < len(item.options)]
-        forms = letters + [to_spoken(_option(item.options[LETTERS.index(a)], item.question)) for a in letters]
+        shown = [a for a in item.answer_letter.split(",") if a and LETTERS.index(a) < len(item.options)]
+        target = target or choice_target(item, shown)
+        letters = [a for a in target.letter.split(" and ") if a]
+        texts = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",")
+                 if a and LETTERS.index(a) < len(item.options)]
+        forms = letters + [to_spoken(_option(t, item.question)) for t in texts]
     else:
-        forms = [to_spoken(result_phrase(item)), to_spoken(item.answer)]
+        target = target or open_target(item)
+        forms = [to_spoken(target.text), to_spoken(item.answer)]
     return list(dict.fromkeys(f for f in forms if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS))
 
 
 def checked_dialogue(item: SourceItem, variant: int, script: Script) -> Dialogue | Reject:
     """The template dialogue, refused `answer_lost` if its assistant turn does not carry the answer
     (kame_data/script/answer.py; the same check as an LLM rewrite's)."""
-    dialogue = to_dialogue(item, variant, script.turns)
+    dialogue = to_dialogue(item, variant, script.turns, script.target)
     if isinstance(dialogue, Dialogue):
         lost = answer_lost(script.target, dialogue.turns[1].spoken)
         if lost:

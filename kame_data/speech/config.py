@@ -104,6 +104,9 @@ class ReplyConfig:
     def own_gap(self) -> bool:
         """False: replies draw from `speak.gap` like every other turn."""
         return self.gap.distribution != "inherit"
+
+
+@dataclass(frozen=True)
 class PauseConfig:
     """Pauses inside a turn (see speech/pauses.py).
 
