@@ -16,8 +16,12 @@ _NUM = r"\d[\d,]*(?:\.\d+)?|\.\d+"
 _OP = r"[-+*/x×÷–−]"
 # Units written onto a number in worked solutions ("300g", "60g", "2GB").
 _ATTACHED = r"(?:g|kg|km|m|cm|mm|lb|lbs|oz|ft|mi|ml|l|L|h|hr|hrs|min|s|GB|MB)"
-_WORD = r"(?!x\b)(?!(?:and|or|is|are|was|were|of|to|the|a|an|so|then|which|that|for|in|on|at|by|if|it|per)\b)[A-Za-z]+"
-_WORDS = rf"(?:\s+{_WORD}(?:/(?:1\s+)?{_WORD})?){{0,3}}(?:\s+(?:of|per)(?:\s+{_WORD}){{1,2}}){{0,2}}"
+_WORD = r"(?!x\b)(?!(?:and|or|is|are|was|were|of|to|the|a|an|so|then|which|that|for|in|on|at|by|if|it|per)\b)[A-Za-z]+['’]?"
+# a qualifier after the quantity's noun ('5 cars that exited', '50 pieces of straw for hamsters', '7 days
+# in a week'): a short phrase with no verb of its own that could start a new clause
+_FREE = r"(?!(?:x|and|or|is|are|was|were|so|then|which|if|it|because|since|as|but|when|while)\b)[A-Za-z]+['’]?"
+_QUALIFIER = rf"(?:\s+(?:that|who|for|in|on|at|from)(?:\s+{_FREE}){{1,3}})?"
+_WORDS = rf"(?:\s+{_WORD}(?:/(?:1\s+)?{_WORD})?){{0,3}}(?:\s+(?:of|per)(?:\s+{_WORD}){{1,2}}){{0,2}}{_QUALIFIER}"
 # a quantity in a calculation: '$12', '80,000', '3 1/2', '2/3', '20%', '80 miles/train', '15 4-packs', '(5280 feet/1 mile)'
 _TERM = rf"\(?\s*\$?\s?(?:\d+\s+\d+/\d+|\d+/\d+|{_NUM})(?:{_ATTACHED}\b)?%?(?:/{_WORD})?{_WORDS}\s*\)?"
 _EXPR = rf"{_TERM}(?:\s*{_OP}\s*{_TERM})+"
