@@ -5,7 +5,7 @@ import pytest
 
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.replies import CUT, ECHO, EMPTY, META, SHORT, classify, clean_prediction, repair_cut
+from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, META, SHORT, classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, Word
 
 CONTEXT = ("B: Quick question. The list price of a book is four dollars and ninety five cents. "
@@ -18,6 +18,9 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
     ("responds: I'm glad to help.", META),
     ("The assistant's next response would be about the price.", META),
     ("Based on the clue words, the answer is two dollars.", META),
+    # seen on the quickstart at level 0 (SmolLM2-135M): talk about a hint, then a few-shot example's answer
+    ("You've already been given a hint. The answer is two dollars.", META),
+    ("The answer is eight apples, so that is it.", EXAMPLE),
     # the user's question said again
     ("The list price of a book is four dollars and ninety five cents.", ECHO),
     ("", EMPTY),

@@ -11,12 +11,13 @@ from __future__ import annotations
 import re
 
 from kame_data.oracle.metrics import tokens
+from kame_data.oracle.prompts import EXAMPLES
 
 MIN_WORDS, MAX_WORDS = 3, 30
 
 # Kinds of non-replies, in the order they are checked.
-EMPTY, SHORT, META, ECHO, CUT = "empty", "too_short", "meta", "echo", "cut"
-KINDS = (EMPTY, SHORT, META, ECHO, CUT)
+EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
+KINDS = (EMPTY, SHORT, META, ECHO, CUT, EXAMPLE)
 
 _LABEL = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|answer|hint|clue|response|reply|model)\s*"
                     r"(?:says|said|responds|replies)?\s*[:,-]?\s+", re.IGNORECASE)
@@ -26,7 +27,7 @@ _OTHER_LINE = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|###)\s*:?",
 _META = re.compile(
     r"\b(?:next\s+(?:response|reply|turn|sentence|thing\s+(?:they|he|she)\s+says?)|(?:speaker|person)\s+[AB]\b|"
     r"[AB]'s\s+(?:next|reply|response|answer|turn)|(?:cannot|can't|can\s+not|impossible\s+to)\s+(?:predict|tell|know)|"
-    r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|no\s+(?:hint|clue)|as\s+an\s+ai)\b"
+    r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|(?:no|a|any)\s+(?:hint|clue)|as\s+an\s+ai)\b"
     r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
     re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
@@ -88,6 +89,18 @@ def echoes(prediction: str, context: str, shown: str = "") -> bool:
     return not shown or _longest_common_run(p, tokens(shown)) < run
 
 
+_EXAMPLE_TOKENS = [tokens(f"{hint} {reply}") for _, _, hint, reply in EXAMPLES]
+
+
+def copies_example(prediction: str, context: str, shown: str = "") -> bool:
+    """True when the prediction carries a run of 5+ tokens from a few-shot example (seen at level 0:
+    "The answer is eight apples." for a question about notebooks) that the conversation and the hint
+    do not account for."""
+    p = tokens(prediction)
+    run = max(_longest_common_run(p, ex) for ex in _EXAMPLE_TOKENS)
+    return run >= 5 and _longest_common_run(p, tokens(f"{context} {shown}")) < run
+
+
 def classify(text: str, context: str, shown: str = "", truncated: bool = False) -> str:
     """'' for a usable reply, else the kind of non-reply (one of KINDS). `text` is already cleaned;
     `truncated`: the model stopped at its token limit (the end may be cut mid-word)."""
@@ -101,4 +114,6 @@ def classify(text: str, context: str, shown: str = "", truncated: bool = False) 
         return META
     if echoes(text, context, shown):
         return ECHO
+    if copies_example(text, context, shown):
+        return EXAMPLE
     return ""
