@@ -70,6 +70,25 @@ def test_llm_cache_file_or_shared(tmp_path):
                                                                                            True)
 
 
+def test_stale_partial_checkpoints_on_a_shared_path_go_and_live_ones_stay(tmp_path):
+    """A killed node's half-written checkpoint is removed at the next run's start; a fresh one may be
+    another run's write in progress on the same shared folder and is left alone."""
+    import os
+    import time
+
+    from kame_data.runner.run import _clean_partial_files
+
+    d = tmp_path / "ckpt" / "oracle" / "ab"
+    d.mkdir(parents=True)
+    stale, live, done = d / ".abc.pkl.x1.tmp", d / ".abd.pkl.x2.tmp", d / "abe.pkl"
+    for p in (stale, live, done):
+        p.write_bytes(b"x")
+    old = time.time() - 7200
+    os.utime(stale, (old, old))
+    _clean_partial_files(tmp_path / "ckpt", ("*/*/.*.tmp",), min_age_s=3600)
+    assert not stale.exists() and live.exists() and done.exists()
+
+
 @pytest.mark.slow
 def test_a_run_resumes_from_checkpoints_and_answers_on_a_url(tmp_path):
     """The local executor with its checkpoints and LLM cache behind a URL: the second run computes

@@ -75,11 +75,18 @@ def _batches(items: list[Keyed], size: int) -> Iterator[list[Keyed]]:
         yield items[i: i + size]
 
 
-def _clean_partial_files(out_dir: Path) -> None:
-    """Temporary files a killed run left behind (completed files are always renamed into place)."""
-    for pattern in (".*.tmp", "data/.*.tmp", ".checkpoints/*/*/.*.tmp"):
+def _clean_partial_files(out_dir: Path, patterns=(".*.tmp", "data/.*.tmp", ".checkpoints/*/*/.*.tmp"),
+                         min_age_s: float = 0.0) -> None:
+    """Temporary files a killed run left behind (completed files are always renamed into place).
+    `min_age_s` spares files still being written by another run sharing the folder."""
+    now = time.time()
+    for pattern in patterns:
         for p in out_dir.glob(pattern):
-            p.unlink(missing_ok=True)
+            try:
+                if now - p.stat().st_mtime >= min_age_s:
+                    p.unlink(missing_ok=True)
+            except FileNotFoundError:
+                pass
 
 
 def _executor(name: str, config: RunConfig, address: str | None, cache_path: str | None,
@@ -138,6 +145,9 @@ def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
             cache = open_cache(cache_path) if cache_path else None
             stages = config.build_steps(cache, config.meter())
         store = CheckpointStore(checkpoints or out_dir / ".checkpoints") if resume else None
+        if store is not None and checkpoints and store.storage.is_local:
+            # A killed run's half-written checkpoints; a shared folder may hold another live run's.
+            _clean_partial_files(store.storage.root, ("*/*/.*.tmp",), min_age_s=3600)
         run = _Run(config, out_dir, progress or (lambda name, total: _NoBar()), store)
         return run.execute(limit, stages, _executor(executor, config, ray_address, cache_path, ray_runtime_env,
                                                     ray_actors),
