@@ -88,7 +88,8 @@ class RunConfig:
         from kame_data.script.stage import ScriptStage
         from kame_data.speech.stage import SpeakStage
 
-        return [ScriptStage(self.script, self.seed, cache=cache), SpeakStage(self.speak, self.seed, run_gap=self.oracle.run_gap),
+        return [ScriptStage(self.script, self.seed, cache=cache),
+                SpeakStage(self.speak, self.seed, run_gap=self.oracle.run_gap),
                 OracleStage(self.oracle, cache=cache)]
 
 
