@@ -5,8 +5,9 @@ own pauses (`speak.pauses.bound: false`, the baseline) and with pauses kept unde
 rule (the default). For each, over every pair of neighbouring words inside a turn: how many end
 1.0 s or more apart, the largest such gap, the oracle events of DESIGN.md's ladder over the rendered
 words (interval 0.5 s, the assistant's channel) and how many of them are level 5 inside a user turn
-(the true reply before the user has finished; the LLM's predictions play no part in this), the spread of the pauses (natural and varied, not clipped to one value), the dialogues
-rendered, rejected or re-rendered faster, and the speak time (what keeping the rule costs).
+(the true reply before the user has finished; the LLM's predictions play no part in this), the
+spread of the pauses (natural and varied, not clipped to one value), the dialogues rendered,
+rejected or re-rendered faster, and the speak time (what keeping the rule costs).
 
     python benchmarks/pauses.py [--recipe quickstart] [--limit N]
 """

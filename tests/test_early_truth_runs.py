@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from kame_data.dataset.validate import validate_dataset
-from kame_data.records import CONTINUATION_GAP
+from kame_data.records import CONTINUATION_GAP, Word
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer
+from tests.test_ladder import reference_ladder
 
 pytestmark = pytest.mark.slow
 
@@ -102,3 +103,39 @@ def test_forty_fixture_dialogues_in_every_voice_have_no_early_truth(fixture_run)
     problems = {r["id"]: user_turn_problems(r) for r in found}
     assert not {k: v for k, v in problems.items() if v}
     assert validate_dataset(fixture_run).early_truth_events == 0
+
+
+def exported_parity_problems(out: Path, dest: Path) -> list[str]:
+    """Reference parity after the pause shaping: every exported oracle_raw event is DESIGN.md's
+    ladder step (tests/test_ladder.reference_ladder, which rescans every word) at its time over the
+    exported words (oracle_raw has no level: it is the reference's record), and a level-5 prediction
+    is the true reply itself."""
+    r = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    oracle = json.loads((out / "manifest.json").read_text())["recipe"]["oracle"]
+    assert oracle.get("target", "assistant") == "assistant"
+    problems, checked = [], 0
+    for raw in sorted((dest / "oracle_raw").glob("*.json")):
+        words = [Word(**w) for w in json.loads((dest / "text" / raw.name).read_text())]
+        ref = {e["timestamp_ms"]: e for e in reference_ladder(words, oracle.get("interval", 0.5), target=0)}
+        for got in json.loads(raw.read_text()):
+            want = ref.get(got["timestamp_ms"])
+            if want is None:
+                problems.append(f"{raw.stem}: {got['timestamp_ms']} ms is no reference step")
+                continue
+            want = dict(want, recent_words=" ".join(want["recent_words"]))
+            diff = [k for k in got if k != "prediction" and want[k] != got[k]]
+            if want["level"] == 5 and got["prediction"] != want["hint"]:
+                diff.append("prediction")
+            problems += [f"{raw.stem} @{got['timestamp_ms']} ms: {k}" for k in diff]
+            checked += 1
+    assert checked > 0
+    return problems
+
+
+def test_quickstart_oracle_raw_is_the_reference_ladder(quickstart_out, tmp_path):
+    assert not exported_parity_problems(quickstart_out, tmp_path / "qs")
+
+
+def test_fixture_run_oracle_raw_is_the_reference_ladder(fixture_run, tmp_path):
+    assert not exported_parity_problems(fixture_run, tmp_path / "fx")

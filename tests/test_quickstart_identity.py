@@ -3,7 +3,9 @@
 Recorded on this project's machine kind with `python -m tests.quickstart_identity OUT`. One
 intended change since the record of the old code: speech engines run numpy's BLAS on one thread,
 so Whisper's word timings no longer depend on OMP_NUM_THREADS (the old code gave these very
-hashes under Ray or with OMP_NUM_THREADS=1, and others without). Float kernels differ between
+hashes under Ray or with OMP_NUM_THREADS=1, and others without). A second (issue 19): pauses
+inside a turn are cut under the oracle's run rule, so audio and timings moved; the texts, voices
+and words said did not (the text hashes are unchanged). Float kernels differ between
 CPU families (AVX-512 and AMX paths in onnxruntime, CTranslate2, llama.cpp), so whole-row hashes
 are compared on the recorded CPU kind; the scripts, voices and words said are compared everywhere.
 
