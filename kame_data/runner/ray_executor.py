@@ -160,8 +160,9 @@ class RayExecutor:
             raise RuntimeError("--executor ray needs `pip install 'ray[data]'`") from e
 
         if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                     **({} if self.address else {"num_cpus": 2}))
+            # without --ray-address, a fresh local instance ("local"), never another run's cluster found on this machine
+            ray.init(address=self.address or "local", include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True, **({} if self.address else {"num_cpus": 2}))
         ctx = ray.data.DataContext.get_current()
         ctx.execution_options.preserve_order = True  # rows come out as the local executor writes them
         from kame_data.llm.accounting import Meter
