@@ -1,11 +1,16 @@
 """Final results are checkpointed, transient ones are not: `apply_step` and the local executor on a
 step whose service fails for chosen inputs, over a real checkpoint folder."""
 
+import threading
+
+import pytest
+
+from kame_data.llm.accounting import BudgetExceeded
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed
 from kame_data.runner.executor import RunStats, apply_step, step_key
 from kame_data.runner.local import LocalExecutor
-from kame_data.step import Step
+from kame_data.step import Resources, Step
 
 
 class Shout(Step[str, str]):
@@ -72,3 +77,33 @@ def test_local_executor_reports_retried_and_transient(tmp_path):
     assert sum(isinstance(r, Reject) and r.transient for r in out) == 2 and (c.computed, c.transient) == (4, 2)
     out, c = run(Shout())
     assert out == ["ALPHA", "BETA", "GAMMA", "DELTA"] and (c.computed, c.retried, c.transient) == (2, 2, 0)
+
+
+class Spend(Step[str, str]):
+    """Two batches at once; the first one's LLM budget runs out after the second has finished."""
+
+    name = "spend"
+    resources = Resources(concurrent_batches=2)
+
+    def __init__(self):
+        super().__init__({"mode": "spend"}, seed=0)
+        self.second_done = threading.Event()
+
+    def run(self, batch):
+        if batch == ["first"]:
+            assert self.second_done.wait(10)
+            raise BudgetExceeded("LLM budget of $1 reached")
+        self.second_done.set()
+        return [[w.upper()] for w in batch]
+
+
+def test_a_budget_stop_still_passes_on_the_batches_already_finished(tmp_path):
+    """The batch that met the budget ends the run, but a later one that was running at the same
+    time and finished is passed on too (published), before the stop; a batch not yet started is not."""
+    got = []
+    batches = [_keyed(["first"]), _keyed(["second"]), _keyed(["third"])]
+    with pytest.raises(BudgetExceeded):
+        for batch in LocalExecutor().run([Spend()], iter(batches), CheckpointStore(tmp_path / "ck"), RunStats(),
+                                         lambda n, c: None):
+            got += [k.record for k in batch]
+    assert got == ["SECOND"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from kame_data.dataset.folder import DatasetDir, DatasetError
+from kame_data.scrub import register_secret, scrub
 
 log = logging.getLogger("kame_data.dataset.push")
 
@@ -22,17 +23,8 @@ UPLOAD = ["README.md", "manifest.json", "rejects.jsonl", "data/*.parquet", "asse
 REPLACE = ["data/*.parquet", "assets/*.png"]  # stale shards from an earlier push are deleted
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 CONNECT_TIMEOUT = 5.0
-_TOKEN_LIKE = re.compile(r"hf_[A-Za-z0-9]{8,}")
-
-
 class PushError(RuntimeError):
     """The push did not happen; the message says why (never with the token in it)."""
-
-
-def _scrub(text: str, token: str | None) -> str:
-    if token:
-        text = text.replace(token, "***")
-    return _TOKEN_LIKE.sub("hf_***", text)
 
 
 def _offline() -> bool:
@@ -70,6 +62,7 @@ def push_dataset(out_dir: str | Path, repo_id: str, private: bool | None = None,
     if not REPO_ID.match(repo_id):
         raise PushError(f"repo {repo_id!r} is not of the form NAMESPACE/NAME")
     token = os.environ.get("HF_TOKEN", "").strip()
+    register_secret(token)  # scrubbed from any error text, as the LLM key is
     if not token:
         raise PushError("HF_TOKEN is not set: create a token with write access on the hub and export HF_TOKEN")
     if _offline():
@@ -99,6 +92,6 @@ def push_dataset(out_dir: str | Path, repo_id: str, private: bool | None = None,
                           commit_message=commit_message or f"kame-data: {out.name}")
     except Exception as e:  # hub, HTTP and network errors all end the push the same way
         raise PushError(f"the hub at {endpoint} refused or failed the push: "
-                        f"{_scrub(f'{e.__class__.__name__}: {e}', token)}") from None
+                        f"{scrub(f'{e.__class__.__name__}: {e}')}") from None
     log.info("pushed %s", url)
     return str(url)

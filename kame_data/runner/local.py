@@ -4,7 +4,8 @@ Each step has a thread that takes batches from the step before, runs up to
 `step.resources.concurrent_batches` of them at once (a speak pool renders dialogues of several
 batches in parallel; LLM requests from several batches share the backend's in-flight window) and
 passes results on in input order. Queues between steps are short, so memory stays flat however
-many items a run has. The first error stops the feed; batches before it still reach the writer.
+many items a run has. The first error stops the feed; batches before it, and those already running
+when it came, still reach the writer.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ class LocalExecutor:
                 try:
                     result = head.result()
                 except BaseException as e:  # noqa: BLE001 - a step failed: stop, tell the consumer
+                    for other in pending:  # batches already running finish and go on first (a budget
+                        if isinstance(other, _Failed):  # stop publishes every dialogue it completed)
+                            break
+                        if other.exception() is None and not self._put(out, other.result(), stop):
+                            return False
                     self._put(out, _Failed(e), stop)
                     return False
                 if not self._put(out, result, stop):
