@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import random
-import unicodedata
 import weakref
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -41,7 +40,15 @@ from kame_data.speech.engines import TTSEngine, VoiceConfig, faster, open_engine
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
-from kame_data.speech.screen import screen_pools, voice_wer
+from kame_data.speech.screen import screen_pools
+from kame_data.speech.speak_workers import (
+    init_worker,
+    render_in_worker,
+    screen_in_worker,
+    stage_voice_wer,
+    worker_ready,
+)
+from kame_data.speech.text_checks import unspeakable
 from kame_data.speech.timing import complete_spans, cover_voice
 from kame_data.speech.voices import cast
 from kame_data.step import Resources, Step
@@ -50,33 +57,11 @@ from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 log = logging.getLogger(__name__)
 
-WORDS_PER_SECOND = 2.6  # conservative speaking-rate estimate, to refuse over-long turns before synthesis
-CHARS_PER_SECOND = 14.0  # the same for text with few, long words
-MAX_WORD_CHARS = 60  # longer "words" are noise (hashes, base64, runs of letters), not speech
 TEMPOS = (1.1, 1.2)  # a turn whose long word leaves no pause to cut is spoken again this much faster
-_WHITESPACE_CONTROLS = {"\n", "\r", "\t"}
 
 
 def _draw(value: Any, rng: random.Random) -> float:
     return rng.uniform(*value) if isinstance(value, tuple) else float(value)
-
-
-def unspeakable(spoken: str, max_seconds: float) -> tuple[str, str] | None:
-    """(reason, detail) when a turn's text cannot be spoken, before any engine sees it."""
-    bad = sorted({f"U+{ord(c):04X}" for c in spoken
-                  if unicodedata.category(c)[0] == "C" and c not in _WHITESPACE_CONTROLS})
-    if bad:
-        return "control_characters", f"control or unassigned characters {', '.join(bad[:5])}"
-    tokens = spoken_tokens(spoken)
-    if not tokens:
-        return "empty_text", "no words to speak"
-    seconds = max(len(tokens) / WORDS_PER_SECOND, len(spoken) / CHARS_PER_SECOND)
-    if seconds > max_seconds:
-        return "too_long", f"about {seconds:.0f} s > {max_seconds:.0f} s"
-    longest = max((w for w, _ in tokens), key=len)
-    if len(longest) > MAX_WORD_CHARS:
-        return "unspeakable_word", f"a {len(longest)}-character word ({longest[:20]}…)"
-    return None
 
 
 @dataclass
@@ -154,10 +139,10 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
-        self._executor = worker_pool(self.workers, _init_worker, (self.cfg, self.seed, self.run_gap))
+        self._executor = worker_pool(self.workers, init_worker, (self.cfg, self.seed, self.run_gap))
         weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
         try:
-            errors = list(self._executor.map(_worker_ready, range(self.workers)))
+            errors = list(self._executor.map(worker_ready, range(self.workers)))
         except BrokenProcessPool:
             raise EngineCrashed(self.engine_names, f"{describe_death(self._executor)} while loading voices") from None
         for error in errors:
@@ -180,7 +165,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self.screen()
             return [self.render(d) for d in batch]
         self._start_workers()
-        futures = [self._executor.submit(_render_in_worker, d, frozenset(self.dropped)) for d in batch]
+        futures = [self._executor.submit(render_in_worker, d, frozenset(self.dropped)) for d in batch]
         try:
             return [f.result() for f in futures]
         except BrokenProcessPool:
@@ -216,10 +201,10 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         if not self.cfg.screen.enabled or self.screened:
             return
         if self._executor is not None:
-            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: list(self._executor.map(_screen_in_worker, vs)))
+            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: list(self._executor.map(screen_in_worker, vs)))
         else:
             self.open_local()
-            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [_voice_wer(self, v) for v in vs])
+            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [stage_voice_wer(self, v) for v in vs])
 
     def summary(self) -> dict:
         return {"voice_screen": self.screened} if self.screened else {}
@@ -410,42 +395,3 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             err = start_error_ms(spans, lined) if engine.timed else None
             turn.start_error_ms = None if err is None else round(err, 1)
         return self._shape(voice, turn, spoken)
-
-
-# --- worker processes ------------------------------------------------------------------------
-
-_WORKER: SpeakStage | None = None
-_WORKER_ERROR = ""
-
-
-def _init_worker(cfg: SpeakConfig, seed: int, run_gap: float) -> None:
-    """Runs once in each worker: loads every voice (and Whisper) on one thread."""
-    global _WORKER, _WORKER_ERROR
-    try:
-        stage = SpeakStage(replace(cfg, workers=1), seed, run_gap)
-        stage.open_local(threads=1)
-        _WORKER = stage
-    except Exception as e:  # reported to the parent by the first task, with its message
-        _WORKER_ERROR = f"{type(e).__name__}: {e}"
-
-
-def _worker_ready(_: int) -> str:
-    return _WORKER_ERROR if _WORKER is None else ""
-
-
-def _render_in_worker(dialogue: Dialogue, dropped: frozenset = frozenset()) -> RenderedDialogue | Reject:
-    if _WORKER is None:
-        raise RuntimeError(f"speak worker could not load its voices: {_WORKER_ERROR}")
-    _WORKER.dropped = set(dropped)  # the parent screened the voices once
-    return _WORKER.render(dialogue)
-
-
-def _voice_wer(stage: SpeakStage, voice: VoiceConfig) -> float:
-    c = stage.cfg
-    return voice_wer(stage.engines[voice], stage.aligner, c.screen.sentences, c.sample_rate, c.target_dbfs)
-
-
-def _screen_in_worker(voice: VoiceConfig) -> float:
-    if _WORKER is None:
-        raise RuntimeError(f"speak worker could not load its voices: {_WORKER_ERROR}")
-    return _voice_wer(_WORKER, voice)
