@@ -25,6 +25,9 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # multiple-choice option letters, in opt
 # after the previous one. The oracle ladder ends runs by it; the speak step keeps every pause inside
 # a turn below it, so a turn is one run (one value here, read by both).
 CONTINUATION_GAP = 1.0
+# DESIGN.md: a ratio above 0.99 is level 5 (the true reply). A run of more words than this passes it
+# while its last word is still to come, so no user turn may be longer (script/template.py).
+MAX_RUN_WORDS = 100
 
 
 @dataclass(frozen=True)

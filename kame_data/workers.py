@@ -80,14 +80,25 @@ def worker_pool(workers: int, initializer: Callable[..., Any] | None = None,
                 initargs: tuple = ()) -> ProcessPoolExecutor:
     """A spawn-context process pool whose workers die with their parent and log native crashes.
     spawn, not fork: the parent may already run threads (llama.cpp, onnxruntime) that fork copies badly."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_init, initargs=(initializer, initargs))
+    return _Pool(workers, mp_context=multiprocessing.get_context("spawn"),
+                 initializer=_init, initargs=(initializer, initargs))
+
+
+class _Pool(ProcessPoolExecutor):
+    """Remembers every worker process it started: a broken pool drops its processes from its own
+    table, and the one that crashed must still be found to name the crash."""
+
+    def _spawn_process(self):  # noqa: D401 - extends the executor's own
+        super()._spawn_process()
+        seen = self.__dict__.setdefault("started", {})
+        seen.update(getattr(self, "_processes", None) or {})
 
 
 def describe_death(pool: ProcessPoolExecutor) -> str:
     """How a broken pool's workers ended ("SIGSEGV", "exit code 1"), for error messages."""
     codes = []
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    procs = {**getattr(pool, "started", {}), **(getattr(pool, "_processes", None) or {})}
+    for proc in list(procs.values()):
         try:
             proc.join(1.0)
         except Exception:  # noqa: BLE001 - best effort: the pool is already broken

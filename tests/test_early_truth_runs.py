@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from kame_data.dataset.validate import validate_dataset
-from kame_data.records import CONTINUATION_GAP, Word
+from kame_data.records import CONTINUATION_GAP
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer
-from tests.test_ladder import reference_ladder
+from tests.parity import floor_reference
 
 pytestmark = pytest.mark.slow
 
@@ -108,16 +108,16 @@ def test_forty_fixture_dialogues_in_every_voice_have_no_early_truth(fixture_run)
 def exported_parity_problems(out: Path, dest: Path) -> list[str]:
     """Reference parity after the pause shaping: every exported oracle_raw event is DESIGN.md's
     ladder step (tests/test_ladder.reference_ladder, which rescans every word) at its time over the
-    exported words (oracle_raw has no level: it is the reference's record), and a level-5 prediction
-    is the true reply itself."""
+    exported floor words (tests/parity.py; oracle_raw has no level: it is the reference's record),
+    and a level-5 prediction is the true reply itself."""
     r = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     oracle = json.loads((out / "manifest.json").read_text())["recipe"]["oracle"]
     assert oracle.get("target", "assistant") == "assistant"
     problems, checked = [], 0
+    reference = floor_reference(out, dest, oracle.get("interval", 0.5))
     for raw in sorted((dest / "oracle_raw").glob("*.json")):
-        words = [Word(**w) for w in json.loads((dest / "text" / raw.name).read_text())]
-        ref = {e["timestamp_ms"]: e for e in reference_ladder(words, oracle.get("interval", 0.5), target=0)}
+        ref = {e["timestamp_ms"]: e for e in reference[raw.stem]}
         for got in json.loads(raw.read_text()):
             want = ref.get(got["timestamp_ms"])
             if want is None:

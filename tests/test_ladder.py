@@ -133,3 +133,13 @@ def test_one_pass_equals_reference(words, interval, target):
         for s in ladder(words, interval, target, CHANNELS)
     ]
     assert got == reference_ladder(words, interval, target)
+
+
+def test_no_user_turn_reaches_level_5_before_its_last_word():
+    """records.MAX_RUN_WORDS is the longest run whose second-to-last word stays at or below the
+    level-5 bound; the script step keeps every user turn within it."""
+    from kame_data.oracle.ladder import LEVEL_BOUNDS
+    from kame_data.records import MAX_RUN_WORDS
+
+    top = LEVEL_BOUNDS[-1][0]
+    assert (MAX_RUN_WORDS - 1) / MAX_RUN_WORDS <= top < MAX_RUN_WORDS / (MAX_RUN_WORDS + 1)

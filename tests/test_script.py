@@ -86,6 +86,8 @@ def test_variants_differ_in_wording(fixtures_dir):
                                                                                   "mmlu_pro_validation.jsonl")[:20]
     for item in items:
         ds = [script_item(item, v, ScriptConfig(), seed=0) for v in range(3)]
+        if all(isinstance(d, Reject) and d.reason == "too_long" for d in ds):
+            continue  # a question of over 100 words (records.MAX_RUN_WORDS): no variant can ask it
         users = {d.turns[0].text for d in ds}
         assistants = {d.turns[1].text for d in ds}
         assert len(users) == 3 or len(assistants) == 3, item.id

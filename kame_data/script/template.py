@@ -23,6 +23,7 @@ from kame_data.llm.config import BackendConfig
 from kame_data.records import (
     ASSISTANT,
     LETTERS,
+    MAX_RUN_WORDS,
     SPEAKER,
     USER,
     Dialogue,
@@ -163,6 +164,19 @@ def seconds(text: str, cfg: ScriptConfig) -> float:
     return spoken_seconds(to_spoken(text), cfg.words_per_second)
 
 
+def _user_fits(text: str, cfg: ScriptConfig) -> bool:
+    """A user turn within `max_turn_seconds` and within MAX_RUN_WORDS spoken words (a longer run
+    gets the true reply from the oracle ladder before its last word)."""
+    return seconds(text, cfg) <= cfg.max_turn_seconds and len(spoken_words(to_spoken(text))) <= MAX_RUN_WORDS
+
+
+def _too_long(text: str, cfg: ScriptConfig, user: bool = True) -> str:
+    words = len(spoken_words(to_spoken(text)))
+    if user and words > MAX_RUN_WORDS:
+        return f"{words} words > {MAX_RUN_WORDS} (the oracle ladder would give the reply before its last word)"
+    return f"about {seconds(text, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
+
+
 @dataclass(frozen=True)
 class Script:
     """A template dialogue's (role, display text) turns and the answer its assistant must carry."""
@@ -187,8 +201,8 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
     closer = pick(_CLOSERS, "closer")
     if cfg.mmlu_options == "open" and len(answers) == 1:
         user = _fit(opener, question, cfg)
-        if seconds(user, cfg) > cfg.max_turn_seconds:
-            return f"question: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
+        if not _user_fits(user, cfg):
+            return f"question: {_too_long(user, cfg)}"
         return user, pick(_OPEN_ANSWERS, "answer").format(answer=item.answer.rstrip(".")), {}, ()
     question = question[:-1].rstrip() if question.endswith(":") else question
     joiner = "" if question.endswith(("?", ".", "!")) else "..."
@@ -201,10 +215,10 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
         indices = sorted(keep + subset)
         shown = [(LETTERS[pos], _option(item.options[i], item.question)) for pos, i in enumerate(indices)]
         user = f"{lead}{question}{joiner} " + closer.format(choices=_choices(shown))
-        if seconds(user, cfg) <= cfg.max_turn_seconds:
+        if _user_fits(user, cfg):
             break
     else:
-        return f"question with {len(indices)} options: about {seconds(user, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s"
+        return f"question with {len(indices)} options: {_too_long(user, cfg)}"
     relabel = {LETTERS[i]: LETTERS[pos] for pos, i in enumerate(indices)}
     letter = " and ".join(relabel[a] for a in answers)
     said = " and ".join(_option(item.options[LETTERS.index(a)], item.question) for a in answers)
@@ -215,7 +229,7 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
 def _fit(opener: str, question: str, cfg: ScriptConfig) -> str:
     """The question with its opener, or without it when the opener would make the turn too long."""
     user = f"{opener}{question}"
-    return user if seconds(user, cfg) <= cfg.max_turn_seconds else question
+    return user if _user_fits(user, cfg) else question
 
 
 def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, str]:
@@ -281,9 +295,8 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
         said = open_target(replace(item, question=f.question, answer=f.answer, explanation="")).text
         turns += [(USER, f.question), (ASSISTANT, _open_answer(said, lambda pool, name: pick(pool, f"{name}{k}")))]
     for k, (role, text) in enumerate(turns):
-        if seconds(text, cfg) > cfg.max_turn_seconds:
-            return Reject("script", dialogue_id, "too_long",
-                          f"turn {k} ({role}): about {seconds(text, cfg):.0f} s > {cfg.max_turn_seconds:.0f} s")
+        if not (_user_fits(text, cfg) if role == USER else seconds(text, cfg) <= cfg.max_turn_seconds):
+            return Reject("script", dialogue_id, "too_long", f"turn {k} ({role}): {_too_long(text, cfg, role == USER)}")
     return Script(turns, target, shown)
 
 

@@ -4,7 +4,10 @@ espeak-ng keeps global state, so calls are serialised by a lock. It also keeps s
 static variables (pitch flutter, wave phase) that carry over from one call to the next and survive
 espeak_Terminate: the same text would sound slightly different depending on what was spoken
 before, and with worker processes on which worker spoke it. So the library is loaded afresh for
-every synthesis (dlclose, then dlopen: about 5 ms), and the same text gives the same samples.
+every synthesis (dlclose, then dlopen: about 5 ms). And espeak_Initialize seeds the C library's
+random generator (its pitch flutter) from the clock: the same text came out a little different
+from one second to the next. The generators are seeded with a constant after every
+initialisation, so the same text gives the same samples.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ _CHARS_UTF8 = 1
 _EVENT_LIST_TERMINATED = 0
 _EVENT_WORD = 1
 _RATE, _PITCH = 1, 3
+_LIBC = ctypes.CDLL(None)  # this process's C library: espeak-ng also calls its rand()
 
 
 class _Event(ctypes.Structure):
@@ -84,6 +88,9 @@ class _Library:
                 self.sample_rate = lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, self.data, 0)
                 if self.sample_rate <= 0:
                     raise RuntimeError("espeak-ng failed to initialise")
+                # espeak_Initialize seeds espeak's own generator (and maybe the C library's) from the clock
+                lib.espeak_ng_SetRandSeed(0)
+                _LIBC.srand(0)
                 lib.espeak_SetSynthCallback(self._callback)
                 if lib.espeak_SetVoiceByName(voice.encode()) != 0:
                     raise RuntimeError(f"espeak-ng has no voice {voice!r} (try en-us, en-us+f3, en-gb-x-rp+m3, en-029, …)")
