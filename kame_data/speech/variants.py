@@ -3,7 +3,9 @@
 Praat (through `praat-parselmouth`, the `variants` extra) resynthesises the audio with PSOLA:
 formants scaled by `formant_shift` (vocal-tract length), the pitch contour moved to
 `pitch_median` and its excursions scaled by `pitch_range`. The duration stays the same, so the
-base engine's word spans still hold. Praat is deterministic: the same text gives the same audio.
+base engine's word spans still hold. Praat draws random numbers in its pitch analysis from a
+generator seeded by the clock, so it is seeded with a constant before every change: the same text
+gives the same audio in any process.
 A variant is only as good as its intelligibility: the speak stage screens every pool voice with
 Whisper before casting it (speech/voices.py).
 """
@@ -23,11 +25,12 @@ def change_voice(audio: np.ndarray, sample_rate: int, formant_shift: float = 1.0
     """The audio spoken by a different apparent speaker, same length, float32."""
     try:
         import parselmouth
-        from parselmouth.praat import call
+        from parselmouth.praat import call, run
     except ImportError as e:
         raise RuntimeError("speaker variants need `pip install kame-data[variants]` (praat-parselmouth)") from e
     if len(audio) < sample_rate // 10 or not np.any(audio):
         return audio.astype(np.float32)  # too short for a pitch analysis: nothing to change
+    run("random_initializeWithSeedUnsafelyButPredictably (1)")  # else seeded from the clock
     sound = parselmouth.Sound(audio.astype(np.float64), sampling_frequency=float(sample_rate))
     out = call(sound, "Change gender", PITCH_FLOOR, PITCH_CEILING, float(formant_shift), float(pitch_median),
                float(pitch_range), 1.0)
