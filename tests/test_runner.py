@@ -180,10 +180,10 @@ def test_ray_executor_matches_local(tmp_path, quickstart_out):
                                                                         asked(local)) and asked(ray) > 0
 
 
-def _replies(rows_dir: Path) -> dict[str, str]:
-    """The first assistant turn's spoken words of each reference row, by id."""
+def _questions(rows_dir: Path) -> dict[str, str]:
+    """The first user turn's spoken words of each reference row, by id."""
     rows = [r for p in sorted((rows_dir / "data").glob("*.parquet")) for r in pq.read_table(p).to_pylist()]
-    return {r["id"]: next(t["spoken"] for t in r["turns"] if t["role"] == "assistant") for r in rows}
+    return {r["id"]: next(t["spoken"] for t in r["turns"] if t["role"] == "user") for r in rows}
 
 
 def _words(text: str, n: int = 6) -> list[str]:
@@ -191,18 +191,19 @@ def _words(text: str, n: int = 6) -> list[str]:
 
 
 def test_transient_failures_are_retried_without_rendering_again(tmp_path, reference):
-    """The server fails every request that hints at two chosen dialogues' replies on the first run
-    and serves them on the second: the first run publishes the other two and keeps those two as
-    transient rejects; the second completes them from the rendered audio it already has."""
-    replies = _replies(reference["out"])
-    chosen = dict(sorted(replies.items())[:2])
-    prefixes = [_words(reply) for reply in chosen.values()]
-    assert all(_words(reply) not in prefixes for i, reply in replies.items() if i not in chosen)
+    """The server fails every request whose conversation is one of two chosen dialogues (once it
+    has heard their first words) on the first run and serves them on the second: the first run
+    publishes the other two and keeps those two as transient rejects; the second completes them
+    from the rendered audio it already has."""
+    questions = _questions(reference["out"])
+    chosen = dict(sorted(questions.items())[:2])
+    prefixes = [" ".join(_words(q)) for q in chosen.values()]
+    assert all(" ".join(_words(q)) not in prefixes for i, q in questions.items() if i not in chosen)
     failing = {"on": True}
 
     def fail_chosen(body, seen, headers):
-        hint = re.search(r"Hint: (.+)", body["messages"][-1]["content"])
-        if failing["on"] and hint and _words(hint.group(1)) in prefixes:
+        said = " ".join(_words(body["messages"][-1]["content"], 100_000))
+        if failing["on"] and any(p in said for p in prefixes):
             return 500, {"error": {"message": "injected outage"}}, {}
         return None
 

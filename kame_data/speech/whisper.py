@@ -112,7 +112,7 @@ def normalise_words(text: str) -> list[str]:
     spoken = re.sub(r"[^a-z0-9' ]+", " ", spoken)
     out = []
     for w in spoken.split():
-        w = w.strip("'")
+        w = w.replace("'", "")  # "cell's", "cells'" and "cells" are one word to a listener
         if w:
             out.extend(_EQUIVALENT.get(w, w).split())
     return out
