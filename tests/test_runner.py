@@ -96,7 +96,10 @@ def test_ten_sigkills_then_resume_gives_the_same_dataset(tmp_path, reference):
     dataset equals the uninterrupted one, with no partial file anywhere.
 
     While the kills go on, the server answers only 70% of the distinct requests the dataset needs
-    and holds the rest (a stalled service), so no run can finish before its kill lands."""
+    and holds the rest (a stalled service), so no run can finish before its kill lands. The first
+    seven kills fall at random moments of the run; the last three wait until that run has reached
+    the service (how long the steps before it take depends on the machine's load), then fall at a
+    random moment shortly after, so some kills always land while oracle work is in flight."""
     expected = reference["rows"]
     assert len(expected) == 4
     quota = int(0.7 * reference["requests"])
@@ -117,11 +120,20 @@ def test_ten_sigkills_then_resume_gives_the_same_dataset(tmp_path, reference):
     moments = []
     with LoopbackServer(latency=0.01, override=stall) as srv:
         recipe = make_recipe(tmp_path, srv.base_url)
-        for _ in range(10):
-            moment = rng.uniform(0.05, 0.5) * reference["seconds"]
+        for kill in range(10):
+            calls = srv.calls
             proc = subprocess.Popen(CLI + ["run", str(recipe), "--out", str(out), "--limit", "4", "-q"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-            time.sleep(moment)
+            t0 = time.perf_counter()
+            if kill < 7:
+                time.sleep(rng.uniform(0.05, 0.5) * reference["seconds"])
+            else:
+                deadline = t0 + 3 * reference["seconds"]
+                while srv.calls == calls and proc.poll() is None and time.perf_counter() < deadline:
+                    time.sleep(0.05)
+                assert srv.calls > calls, "the run never reached the oracle service"
+                time.sleep(rng.uniform(0.0, 0.5))
+            moment = time.perf_counter() - t0
             assert proc.poll() is None, "the run ended before its kill"
             proc.send_signal(signal.SIGKILL)
             assert proc.wait() == -signal.SIGKILL
