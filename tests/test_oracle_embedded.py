@@ -8,6 +8,7 @@ import pytest
 
 from kame_data.llm.config import BackendConfig
 from kame_data.oracle.metrics import token_f1, true_replies
+from kame_data.oracle.prompts import reply_start
 from kame_data.oracle.stage import OracleConfig, OracleStage
 from kame_data.records import Sample
 from tests.synthetic import fixture_dialogues
@@ -49,5 +50,7 @@ def test_ladder_climbs_on_a_fixed_set():
         events = [e.to_dict() for e in s.oracle]
         for e, truth in zip(events, true_replies([w.to_dict() for w in s.rendered.words], events)):
             by_level[e["level"]].append(token_f1(e["prediction"], truth))
+            if e["level"] in (3, 4):  # the embedded model takes a prefill: the answer starts on the hint
+                assert e["prediction"].startswith(reply_start(truth, e["level"])), (e["prediction"], truth)
     means = [statistics.mean(by_level[level]) for level in range(6)]
     assert all(b > a for a, b in zip(means, means[1:])), means

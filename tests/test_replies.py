@@ -1,6 +1,8 @@
 """Predictions that are replies: the non-reply kinds the stage retries, and the per-level prompt
 views of the hint (their size grows with the level)."""
 
+import dataclasses
+
 import pytest
 
 from kame_data.oracle import prompts
@@ -54,6 +56,11 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("Assistant: It's B, the Nile.\nUser: thanks") == "It's B, the Nile."
     assert clean_prediction("A: **Sixty** rolls.\n\nInput:\nmore") == "Sixty rolls."
     assert len(clean_prediction(" ".join(["word"] * 50)).split()) == 30
+    assert clean_prediction("Assistant says: Sixty rolls.") == "Sixty rolls."
+    # an option letter or the article that starts a reply is not a speaker label
+    assert clean_prediction("B, the Nile. It runs north.") == "B, the Nile. It runs north."
+    assert clean_prediction("A baker makes sixty rolls.") == "A baker makes sixty rolls."
+    assert clean_prediction("B the Inca Empire") == "B the Inca Empire"
 
 
 HINT = "It's B, the Peace of Westphalia. It ended the Thirty Years War in sixteen forty eight."
@@ -79,6 +86,30 @@ def test_requests_share_their_leading_messages_and_extend_one_another():
         assert ctx_b.startswith(ctx_a)  # each prompt extends the one before: the KV cache is reused
     assert "User: which treaty" in reqs[0].messages[-1][1]
     assert all(HINT not in r.messages[-1][1] for r, s in zip(reqs, steps) if s.level < 4)
+
+
+def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_takes_a_prefill():
+    from kame_data.llm.base import ChatRequest
+
+    words = HINT.split()
+    starts = [prompts.reply_start(HINT, level) for level in range(5)]
+    assert starts[:3] == ["", "", ""]
+    assert HINT.startswith(starts[3]) and HINT.startswith(starts[4]) and len(starts[3]) < len(starts[4]) < len(HINT)
+    assert len(starts[4].split()) == -(-len(words) // 2)  # the first half of the hint's words, rounded up
+    assert prompts.reply_start("D two", 4) == "D" and prompts.reply_start("Yes", 4) == ""  # never the whole hint
+    words_a = [Word("B", w, i * 0.3, i * 0.3 + 0.25) for i, w in enumerate("which treaty ended the war".split())]
+    words_a += [Word("A", w, 3 + i * 0.3, 3.25 + i * 0.3) for i, w in enumerate(words)]
+    step = dataclasses.replace(ladder(words_a, 0.5, CHANNEL["A"], CHANNEL)[0], level=4)
+    plain, filled = prompts.build_request(step, 40, 0.7, 0), prompts.build_request(step, 40, 0.7, 0, prefill=True)
+    assert plain.reply_start == "" and filled.reply_start == starts[4] and plain.messages == filled.messages
+    # a request without a prefill keeps the cache key it had before the field existed
+    assert plain.key("b", "m") != filled.key("b", "m")
+    legacy = {"backend": "b", "model": "m", "messages": plain.messages, "max_tokens": 40, "temperature": 0.7, "seed": 0}
+    import hashlib
+    import json
+    blob = json.dumps(legacy, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert plain.key("b", "m") == hashlib.sha256(blob.encode()).hexdigest()
+    assert ChatRequest(messages=plain.messages).reply_start == ""
 
 
 class Scripted:

@@ -14,10 +14,16 @@ class ChatRequest:
     max_tokens: int = 48
     temperature: float = 0.7
     seed: int = 0
+    # The first words of the answer, written for the model (a prefilled reply it continues); only
+    # sent to backends with `prefill = True`, and part of the answer they return.
+    reply_start: str = ""
 
     def key(self, backend: str, model: str) -> str:
-        """Cache key: everything that determines the answer."""
+        """Cache key: everything that determines the answer (an empty reply_start is left out, so
+        keys of requests without one stay what they were)."""
         payload = {"backend": backend, "model": model, **asdict(self)}
+        if not self.reply_start:
+            del payload["reply_start"]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

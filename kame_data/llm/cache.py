@@ -100,6 +100,7 @@ class CachedBackend:
     def __init__(self, inner: ChatBackend, cache: RequestCache | None):
         self.inner, self.cache = inner, cache
         self.name, self.model = inner.name, inner.model
+        self.prefill = getattr(inner, "prefill", False)
         self.calls = 0  # requests actually sent to the backend
         self.cache_hits = 0  # requests answered without a call (the cache, or a batch already sending it)
         self._lock = threading.Lock()

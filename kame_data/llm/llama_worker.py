@@ -70,9 +70,12 @@ def _text(messages: tuple[tuple[str, str], ...], open_reply: bool) -> tuple[str,
     return _FORMAT(messages=[{"role": r, "content": c} for r, c in messages]).prompt, True
 
 
-def tokens_of(messages: tuple[tuple[str, str], ...]) -> tuple[list[int], int]:
-    """The prompt's tokens, and how many of them the leading messages (all but the last) fill."""
+def tokens_of(messages: tuple[tuple[str, str], ...], reply_start: str = "") -> tuple[list[int], int]:
+    """The prompt's tokens (ending with `reply_start`, the answer's first words, when given), and
+    how many of them the leading messages (all but the last) fill."""
     full, special = _text(messages, True)
+    if reply_start:
+        full += reply_start if _FORMAT is not None else f" {reply_start}"
     lead, _ = _text(messages[:-1], False)
     tok = lambda s: _LLM.tokenize(s.encode("utf-8"), add_bos=not special, special=True)  # noqa: E731
     a, b = tok(full), tok(lead) if messages[:-1] else []
@@ -101,7 +104,10 @@ def _one(req: ChatRequest, prompt: list[int]) -> ChatResult:
     r = _LLM.create_completion(prompt, max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
                                stop=list(STOP))
     usage = r.get("usage") or {}
-    return ChatResult(text=r["choices"][0].get("text") or "", prompt_tokens=int(usage.get("prompt_tokens", 0)),
+    text = r["choices"][0].get("text") or ""
+    if req.reply_start:
+        text = req.reply_start + text
+    return ChatResult(text=text, prompt_tokens=int(usage.get("prompt_tokens", 0)),
                       completion_tokens=int(usage.get("completion_tokens", 0)))
 
 
@@ -110,7 +116,7 @@ def complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
     global _START
     out = []
     for i, req in enumerate(chain):
-        prompt, shared = tokens_of(req.messages)
+        prompt, shared = tokens_of(req.messages, req.reply_start)
         if i == 0:
             _start_from(prompt[:shared])
         elif _START is not None and tuple(prompt[: len(_START)]) != _START:

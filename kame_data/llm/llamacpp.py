@@ -92,6 +92,7 @@ def _complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
 
 class LlamaCppBackend:
     name = "llamacpp"
+    prefill = True  # the prompt is ours: a request's reply_start is written as the answer's start
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 2048, threads: int | None = None,
                  instances: int | None = None, model: str | None = None):

@@ -5,8 +5,10 @@ PROMPT_VERSION: it is part of the oracle step's identity (checkpoints) and of th
 A small simulator cannot follow "use the hint, but not verbatim"; it copies what it is shown.
 So each level shows a larger view of the hint (DESIGN.md: level 1 keywords … level 4 close to the
 hint), and the hint's influence grows with the level by construction:
-  0  no hint;  1  a quarter of the hint's content words;  2  half of them;
-  3  three quarters of them, as loose words, never the hint's own sentences;  4  the hint itself.
+  0  no hint;  1  about a third of the hint's content words;  2  three quarters of them;
+  3  all of them, as loose words;  4  the hint itself.
+Where the backend takes a prefilled answer, levels 3 and 4 also start the answer with the hint's
+first words (REPLY_START_SHARE), and the model continues from there.
 The few-shot examples were written for kame-data (no benchmark text) and show one reply per level.
 """
 
@@ -19,7 +21,7 @@ from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import Step
 from kame_data.records import ROLE
 
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"
 
 SYSTEM = (
     "You write what the next speaker of a spoken conversation says next. Answer as that speaker, "
@@ -28,8 +30,8 @@ SYSTEM = (
 )
 
 # What each level may show of the hint: the share of its content words (level 4: the hint itself).
-KEYWORD_SHARE = {1: 0.25, 2: 0.5, 3: 0.75}
-MAX_KEYWORDS = {1: 3, 2: 6, 3: 10}
+KEYWORD_SHARE = {1: 0.3, 2: 0.75, 3: 1.0}
+MAX_KEYWORDS = {1: 4, 2: 8, 3: 12}
 
 INSTRUCTIONS = {
     0: "No clue yet. Guess what {who} says.",
@@ -38,6 +40,15 @@ INSTRUCTIONS = {
     3: "Clue: {clue}. {who} says a short sentence with all of these words.",
     4: "{who} will say: {clue}. Say it nearly the same way.",
 }
+
+# Levels whose answer starts with the hint's first words (a share of them), for backends that take
+# a prefilled answer (the embedded model). Shown the whole hint and told to say it "nearly the same
+# way", SmolLM2-135M still wandered off it (level-4 token-F1 0.31, barely above level 3's 0.29 on
+# 307 fixture and quickstart steps). So level 3 (the hint "an important clue") starts on its first
+# quarter and level 4 ("use the hint rather directly") on its first half; the model goes on in its
+# own words. Token-F1 by level 0-4 on those steps went from 0.145, 0.187, 0.275, 0.289, 0.307 (prompts
+# v2) to 0.146, 0.242, 0.314, 0.570, 0.782 with these shares and the keyword shares above.
+REPLY_START_SHARE = {3: 0.25, 4: 0.5}
 
 # Few-shot examples: (conversation, level, hint, reply), one per level. Written for this project.
 EXAMPLES = (
@@ -124,8 +135,20 @@ def shared_messages() -> tuple[tuple[str, str], ...]:
 _SHARED = shared_messages()
 
 
-def build_request(step: Step, max_tokens: int, temperature: float, seed: int) -> ChatRequest:
-    """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer)."""
+def reply_start(hint: str, level: int) -> str:
+    """The first words of the hint a level writes as the start of the simulator's answer ('' below
+    the levels of REPLY_START_SHARE); never the whole hint, so the model always says something."""
+    share = REPLY_START_SHARE.get(level, 0.0)
+    words = hint.split()
+    if share <= 0 or len(words) < 2:
+        return ""
+    return " ".join(words[: min(len(words) - 1, max(1, math.ceil(len(words) * share)))])
+
+
+def build_request(step: Step, max_tokens: int, temperature: float, seed: int, prefill: bool = False) -> ChatRequest:
+    """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer).
+    `prefill`: the backend writes `reply_start` as the start of the answer (an embedded model)."""
     question = user_message(step.conversation_context, step.level, step.true_reply, step.next_speaker)
     return ChatRequest(messages=_SHARED + (("user", question),), max_tokens=max_tokens,
-                       temperature=temperature, seed=seed)
+                       temperature=temperature, seed=seed,
+                       reply_start=reply_start(step.true_reply, step.level) if prefill else "")

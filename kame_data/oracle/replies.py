@@ -19,8 +19,10 @@ MIN_WORDS, MAX_WORDS = 3, 30
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
 KINDS = (EMPTY, SHORT, META, ECHO, CUT, EXAMPLE)
 
+# A speaker label ("A:", "Assistant says", "Reply -"): a name, then a colon, a dash or a speech verb.
+# Without one the word is the reply's own ("A baker makes…", "B, the Nile", "Answer is…"): kept.
 _LABEL = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|answer|hint|clue|response|reply|model)\s*"
-                    r"(?:says|said|responds|replies)?\s*[:,-]?\s+", re.IGNORECASE)
+                    r"(?:(?:says|said|responds|replies)\s*[:,-]?|[:-])\s+", re.IGNORECASE)
 _OTHER_LINE = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|###)\s*:?", re.IGNORECASE)
 
 # Talk about the conversation instead of a reply in it.

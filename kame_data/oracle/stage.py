@@ -114,6 +114,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         a hole a rerun might fill)."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
+        prefill = getattr(self.backend, "prefill", False)
         out = [[(s.true_reply, "") if (s.level == 5 and direct) else ("", "") for s in steps] for steps in ladders]
         pending = [[i for i, s in enumerate(steps) if not (s.level == 5 and direct)] for steps in ladders]
         last: dict[tuple[int, int], str] = {}  # the latest non-reply kind of each step still pending
@@ -121,7 +122,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             live = [d for d, p in enumerate(pending) if p]
             if not live:
                 break
-            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt) for i in pending[d]]
+            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt, prefill=prefill)
+                       for i in pending[d]]
                       for d in live]
             answers = complete_chains(self.backend, chains)
             last = {}
