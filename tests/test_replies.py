@@ -23,6 +23,10 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
     # seen on the quickstart at level 0 (SmolLM2-135M): talk about a hint, then a few-shot example's answer
     ("You've already been given a hint. The answer is two dollars.", META),
     ("The answer is eight apples, so that is it.", EXAMPLE),
+    # prompts v3, level 0 on quickstart questions: shorter borrowings from one example
+    ("I'll just guess. It's eight apples.", EXAMPLE),
+    ("The answer is three apples.", EXAMPLE),
+    ("Plants take in carbon dioxide from the book.", EXAMPLE),
     # the user's question said again
     ("The list price of a book is four dollars and ninety five cents.", ECHO),
     ("", EMPTY),
@@ -61,6 +65,10 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("B, the Nile. It runs north.") == "B, the Nile. It runs north."
     assert clean_prediction("A baker makes sixty rolls.") == "A baker makes sixty rolls."
     assert clean_prediction("B the Inca Empire") == "B the Inca Empire"
+    # said the way the true reply is said: number words, no symbols
+    assert clean_prediction("So the total cost is 12 + 4 = 16 dollars. The answer is 16.") == (
+        "So the total cost is twelve plus four equals sixteen dollars. The answer is sixteen.")
+    assert clean_prediction("It is 50% off, so $3.") == "It is fifty percent off, so three dollars."
 
 
 HINT = "It's B, the Peace of Westphalia. It ended the Thirty Years War in sixteen forty eight."

@@ -84,6 +84,16 @@ def speaker_name(speaker: str) -> str:
     return ROLE.get(speaker, "the other speaker").capitalize()
 
 
+def content_words(text: str) -> list[str]:
+    """The lowercase words of `text` that carry content (no function words), in order, once each."""
+    out: list[str] = []
+    for w in _WORD.findall(text):
+        low = w.lower()
+        if low not in _FUNCTION_WORDS and low not in out:
+            out.append(low)
+    return out
+
+
 def clue_words(hint: str, level: int) -> list[str]:
     """The hint's content words a level may show: the first share of them, in the hint's order."""
     seen: list[str] = []

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from kame_data.oracle.metrics import tokens
-from kame_data.oracle.prompts import EXAMPLES
+from kame_data.oracle.prompts import EXAMPLES, content_words
+from kame_data.text import to_spoken
 
 MIN_WORDS, MAX_WORDS = 3, 30
 
@@ -50,6 +51,9 @@ def clean_prediction(text: str) -> str:
         out = _LABEL.sub("", out)
     out = re.sub(r"[*_`#<>\[\]{}|\"“”]", "", out)
     out = re.sub(r"\s+", " ", out).strip().strip("'").strip()
+    # The true reply is spoken text (number words, no symbols); a prediction says "twelve plus four
+    # equals sixteen" the same way, not "12 + 4 = 16".
+    out = to_spoken(out) if re.search(r"[0-9%$£€+=/^]", out) else out
     words = out.split()
     if len(words) > MAX_WORDS:
         clipped = " ".join(words[:MAX_WORDS])
@@ -92,15 +96,38 @@ def echoes(prediction: str, context: str, shown: str = "") -> bool:
 
 
 _EXAMPLE_TOKENS = [tokens(f"{hint} {reply}") for _, _, hint, reply in EXAMPLES]
+# Each example's own content words ("apples", "eight", "nile"), beyond what any answer says.
+_GENERIC = frozenset("""answer say says guess think right sure okay well yes quick question help tricky here's
+make makes take takes use uses many more has have buys one through runs flows level point times equals plus
+hour hours""".split())
+_EXAMPLE_WORDS = [frozenset(w for w in content_words(f"{conv} {hint} {reply}") if len(w) > 2 and w not in _GENERIC)
+                  for conv, _, hint, reply in EXAMPLES]
 
 
 def copies_example(prediction: str, context: str, shown: str = "") -> bool:
-    """True when the prediction carries a run of 5+ tokens from a few-shot example (seen at level 0:
-    "The answer is eight apples." for a question about notebooks) that the conversation and the hint
-    do not account for."""
+    """True when the prediction carries what a few-shot example says and the conversation and the
+    hint do not account for: a run of 5+ of an example's tokens, or 2+ of one example's content
+    words, one of them not a number (seen at level 0 on a question about notebooks or force:
+    "The answer is eight apples.", "I'll just guess. It's eight apples.")."""
     p = tokens(prediction)
     run = max(_longest_common_run(p, ex) for ex in _EXAMPLE_TOKENS)
-    return run >= 5 and _longest_common_run(p, tokens(f"{context} {shown}")) < run
+    if run >= 5 and _longest_common_run(p, tokens(f"{context} {shown}")) < run:
+        return True
+    own = set(content_words(prediction)) - set(content_words(f"{context} {shown}"))
+    for words in _EXAMPLE_WORDS:
+        borrowed = own & words
+        if len(borrowed) >= 2 and any(not _is_number(w) for w in borrowed):
+            return True
+    return False
+
+
+_NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
+thousand million billion""".split())
+
+
+def _is_number(word: str) -> bool:
+    return word in _NUMBER_WORDS or word.isdigit()
 
 
 def classify(text: str, context: str, shown: str = "", truncated: bool = False) -> str:
