@@ -84,23 +84,27 @@ def speaker_name(speaker: str) -> str:
     return ROLE.get(speaker, "the other speaker").capitalize()
 
 
-def content_words(text: str) -> list[str]:
-    """The lowercase words of `text` that carry content (no function words), in order, once each."""
+def _content(text: str, letters: bool) -> list[str]:
+    """The words of `text` that carry content (no function words; with `letters`, an option letter
+    such as "B" counts), in order, once each (compared without case)."""
     out: list[str] = []
+    seen: set[str] = set()
     for w in _WORD.findall(text):
         low = w.lower()
-        if low not in _FUNCTION_WORDS and low not in out:
-            out.append(low)
+        if (low not in _FUNCTION_WORDS or letters and len(w) == 1 and w.isupper()) and low not in seen:
+            seen.add(low)
+            out.append(w)
     return out
+
+
+def content_words(text: str) -> list[str]:
+    """The lowercase content words of `text`, in order, once each."""
+    return [w.lower() for w in _content(text, letters=False)]
 
 
 def clue_words(hint: str, level: int) -> list[str]:
     """The hint's content words a level may show: the first share of them, in the hint's order."""
-    seen: list[str] = []
-    for w in _WORD.findall(hint):
-        low = w.lower()
-        if (low not in _FUNCTION_WORDS or len(w) == 1 and w.isupper()) and low not in (s.lower() for s in seen):
-            seen.append(w)
+    seen = _content(hint, letters=True)
     if not seen:
         return []
     n = max(1, min(MAX_KEYWORDS[level], math.ceil(len(seen) * KEYWORD_SHARE[level])))

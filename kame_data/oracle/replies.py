@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from text_to_num import alpha2digit
+
 from kame_data.oracle.metrics import tokens
 from kame_data.oracle.prompts import EXAMPLES, content_words
 from kame_data.text import to_spoken
@@ -121,13 +123,8 @@ def copies_example(prediction: str, context: str, shown: str = "") -> bool:
     return False
 
 
-_NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
-fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
-thousand million billion""".split())
-
-
 def _is_number(word: str) -> bool:
-    return word in _NUMBER_WORDS or word.isdigit()
+    return alpha2digit(word, "en", threshold=0).isdigit()
 
 
 def classify(text: str, context: str, shown: str = "", truncated: bool = False) -> str:
