@@ -105,6 +105,8 @@ def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_ta
     assert HINT.startswith(starts[3]) and HINT.startswith(starts[4]) and len(starts[3]) < len(starts[4]) < len(HINT)
     assert len(starts[4].split()) == -(-len(words) // 2)  # the first half of the hint's words, rounded up
     assert prompts.reply_start("D two", 4) == "D" and prompts.reply_start("Yes", 4) == ""  # never the whole hint
+    long = " ".join(f"w{i}" for i in range(80))  # a long worked answer: the model still says most of it
+    assert len(prompts.reply_start(long, 4).split()) == len(prompts.reply_start(long, 3).split()) == 12
     words_a = [Word("B", w, i * 0.3, i * 0.3 + 0.25) for i, w in enumerate("which treaty ended the war".split())]
     words_a += [Word("A", w, 3 + i * 0.3, 3.25 + i * 0.3) for i, w in enumerate(words)]
     step = dataclasses.replace(ladder(words_a, 0.5, CHANNEL["A"], CHANNEL)[0], level=4)

@@ -47,8 +47,12 @@ INSTRUCTIONS = {
 # 307 fixture and quickstart steps). So level 3 (the hint "an important clue") starts on its first
 # quarter and level 4 ("use the hint rather directly") on its first half; the model goes on in its
 # own words. Token-F1 by level 0-4 on those steps went from 0.145, 0.187, 0.275, 0.289, 0.307 (prompts
-# v2) to 0.146, 0.242, 0.314, 0.570, 0.782 with these shares and the keyword shares above.
+# v2) to 0.146, 0.242, 0.314, 0.570, 0.782 with these shares and the keyword shares above (before
+# the cap below).
 REPLY_START_SHARE = {3: 0.25, 4: 0.5}
+# ... and at most this many words of it, so that the model always says most of a 30-word prediction
+# itself (half of a long worked answer would otherwise fill the whole prediction, verbatim).
+MAX_REPLY_START_WORDS = 12
 
 # Few-shot examples: (conversation, level, hint, reply), one per level. Written for this project.
 EXAMPLES = (
@@ -156,7 +160,8 @@ def reply_start(hint: str, level: int) -> str:
     words = hint.split()
     if share <= 0 or len(words) < 2:
         return ""
-    return " ".join(words[: min(len(words) - 1, max(1, math.ceil(len(words) * share)))])
+    n = min(len(words) - 1, MAX_REPLY_START_WORDS, max(1, math.ceil(len(words) * share)))
+    return " ".join(words[:n])
 
 
 def build_request(step: Step, max_tokens: int, temperature: float, seed: int, prefill: bool = False) -> ChatRequest:
