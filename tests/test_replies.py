@@ -2,9 +2,12 @@
 views of the hint (their size grows with the level)."""
 
 import dataclasses
+import hashlib
+import json
 
 import pytest
 
+from kame_data.llm.base import ChatRequest
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
 from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, META, SHORT, classify, clean_prediction, repair_cut
@@ -97,8 +100,6 @@ def test_requests_share_their_leading_messages_and_extend_one_another():
 
 
 def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_takes_a_prefill():
-    from kame_data.llm.base import ChatRequest
-
     words = HINT.split()
     starts = [prompts.reply_start(HINT, level) for level in range(5)]
     assert starts[:3] == ["", "", ""]
@@ -115,8 +116,6 @@ def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_ta
     # a request without a prefill keeps the cache key it had before the field existed
     assert plain.key("b", "m") != filled.key("b", "m")
     legacy = {"backend": "b", "model": "m", "messages": plain.messages, "max_tokens": 40, "temperature": 0.7, "seed": 0}
-    import hashlib
-    import json
     blob = json.dumps(legacy, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert plain.key("b", "m") == hashlib.sha256(blob.encode()).hexdigest()
     assert ChatRequest(messages=plain.messages).reply_start == ""
