@@ -56,6 +56,9 @@ class Recipe:
     oracle: dict[str, Any] = field(default_factory=dict)
     publish: dict[str, Any] = field(default_factory=dict)
     batch_size: int = 4
+    # Items a step may fail on unexpectedly (internal_error rejects) before the run stops: a count,
+    # or a fraction of the items below 1; None: 1% of the items or 20, whichever is larger.
+    max_item_errors: float | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -120,6 +123,7 @@ def load_recipe(ref: str | Path) -> Recipe:
         oracle=raw.get("oracle", {}),
         publish=raw.get("publish", {}),
         batch_size=raw.get("batch_size", 4),
+        max_item_errors=raw.get("max_item_errors"),
     )
 
 

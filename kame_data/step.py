@@ -9,8 +9,31 @@ which read what a step needs from `resources` instead of probing it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, is_dataclass
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Generic, TypeVar
+
+OPERATIONAL = "operational"
+
+
+def operational(default: Any = MISSING, *, default_factory: Any = MISSING) -> Any:
+    """A config field that decides how a step runs, never what it outputs (workers, timeouts,
+    retries, budgets, concurrency): changing it must not recompute or re-pay anything, so it is
+    left out of the step's identity (the checkpoint key)."""
+    return field(default=default, default_factory=default_factory, metadata={OPERATIONAL: True})
+
+
+def identity_of(value: Any) -> Any:
+    """`value` as JSON-able data without its operational fields (recursively through nested
+    config dataclasses, lists and mappings)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: identity_of(getattr(value, f.name)) for f in fields(value)
+                if not f.metadata.get(OPERATIONAL)}
+    if isinstance(value, dict):
+        return {k: identity_of(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [identity_of(v) for v in value]
+    return value
+
 
 In = TypeVar("In")
 Out = TypeVar("Out")
@@ -58,9 +81,9 @@ class Step(ABC, Generic[In, Out]):
         """One list of outputs (records or Rejects) per input, in input order."""
 
     def identity(self) -> dict[str, Any]:
-        """What determines this step's outputs besides its input: the checkpoint key material."""
-        config = asdict(self.config) if is_dataclass(self.config) else self.config
-        return {"config": config, "seed": self.seed}
+        """What determines this step's outputs besides its input: the checkpoint key material
+        (operational config fields left out)."""
+        return {"config": identity_of(self.config), "seed": self.seed}
 
     def summary(self) -> dict[str, Any]:
         """Figures for the manifest (e.g. LLM calls, tokens, cost); empty by default."""

@@ -17,12 +17,14 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
+from kame_data.errors import RunAbort
+
 # The runner points this at OUT/run.log, so a worker's native crash leaves its Python stack there.
 FAULT_LOG_ENV = "KAME_DATA_FAULT_LOG"
 DOCTOR_ADVICE = "run `kame-data doctor` to check this machine's engines"
 
 
-class EngineCrashed(RuntimeError):
+class EngineCrashed(RunAbort):
     """A native engine killed its worker process (e.g. SIGSEGV, SIGILL)."""
 
     def __init__(self, engine: str, how: str, items: list[str] | None = None):

@@ -39,7 +39,7 @@ def step_actors_on(node) -> list[str]:
 
 def checkpoints(root, step: str) -> int:
     d = root / step
-    return sum(1 for _ in d.rglob("*.pkl")) if d.is_dir() else 0
+    return sum(1 for _ in d.rglob("*.rec")) if d.is_dir() else 0
 
 
 def make_recipe(tmp, base_url):

@@ -29,19 +29,19 @@ def test_storage_reads_writes_counts_and_deletes(tmp_path, kind):
     root = {"path": str(tmp_path / "s"), "file-url": f"file://{tmp_path}/s", "fsspec-url": memory_url()}[kind]
     st = Storage(root)
     assert st.is_local == (kind != "fsspec-url")
-    assert st.read("a/b/c.pkl") is None
-    st.write("a/b/c.pkl", b"one")
-    st.write("a/b/c.pkl", b"two")  # replaced whole
-    st.write("a/d/e.pkl", b"x")
+    assert st.read("a/b/c.bin") is None
+    st.write("a/b/c.bin", b"one")
+    st.write("a/b/c.bin", b"two")  # replaced whole
+    st.write("a/d/e.bin", b"x")
     st.write("a/d/f.json", b"{}")
-    assert st.read("a/b/c.pkl") == b"two"
-    assert st.count("a", ".pkl") == 2 and st.count("missing", ".pkl") == 0
-    st.delete("a/b/c.pkl")
-    st.delete("a/b/c.pkl")  # twice is fine
-    assert st.read("a/b/c.pkl") is None and st.count("a", ".pkl") == 1
+    assert st.read("a/b/c.bin") == b"two"
+    assert st.count("a", ".bin") == 2 and st.count("missing", ".bin") == 0
+    st.delete("a/b/c.bin")
+    st.delete("a/b/c.bin")  # twice is fine
+    assert st.read("a/b/c.bin") is None and st.count("a", ".bin") == 1
     if st.is_local:
         assert not [p for p in (tmp_path / "s").rglob("*") if p.name.endswith(".tmp")]
-    assert Storage(st.location).read("a/d/e.pkl") == b"x"  # what another process opens again
+    assert Storage(st.location).read("a/d/e.bin") == b"x"  # what another process opens again
 
 
 def test_unknown_scheme_is_named():
@@ -54,8 +54,8 @@ def test_checkpoints_on_a_url_and_unreadable_ones_recomputed():
     assert store.get("speak", "ab12") is None
     store.put("speak", "ab12", [{"x": 1}])
     assert store.get("speak", "ab12") == [{"x": 1}] and store.count("speak") == 1
-    store.storage.write("speak/cd/cd34.pkl", b"not a pickle")
-    assert store.get("speak", "cd34") is None and store.storage.read("speak/cd/cd34.pkl") is None
+    store.storage.write("speak/cd/cd34.rec", b"not a record blob")
+    assert store.get("speak", "cd34") is None and store.storage.read("speak/cd/cd34.rec") is None
 
 
 def test_llm_cache_file_or_shared(tmp_path):
@@ -80,7 +80,7 @@ def test_stale_partial_checkpoints_on_a_shared_path_go_and_live_ones_stay(tmp_pa
 
     d = tmp_path / "ckpt" / "oracle" / "ab"
     d.mkdir(parents=True)
-    stale, live, done = d / ".abc.pkl.x1.tmp", d / ".abd.pkl.x2.tmp", d / "abe.pkl"
+    stale, live, done = d / ".abc.rec.x1.tmp", d / ".abd.rec.x2.tmp", d / "abe.rec"
     for p in (stale, live, done):
         p.write_bytes(b"x")
     old = time.time() - 7200

@@ -112,4 +112,4 @@ def test_native_crash_of_the_simulator_is_named_and_work_is_kept(tmp_path):
     assert "llama.cpp (embedded simulator) crashed (SIGSEGV" in stderr  # while loading, or on named items
     assert "kame-data doctor" in stderr and "Traceback" not in stderr
     assert "Fatal Python error: Segmentation fault" in (out / "run.log").read_text()
-    assert list((out / ".checkpoints" / "speak").rglob("*.pkl")), "finished speech was not kept"
+    assert list((out / ".checkpoints" / "speak").rglob("*.rec")), "finished speech was not kept"

@@ -14,10 +14,12 @@ import math
 import threading
 from dataclasses import dataclass
 
+from kame_data.errors import RunAbort
+
 NANO = 1_000_000_000  # nano-dollars per dollar
 
 
-class BudgetExceeded(RuntimeError):
+class BudgetExceeded(RunAbort):
     """The run's LLM budget is spent; what was done so far is kept and published."""
 
 

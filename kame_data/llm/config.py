@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from kame_data.llm.accounting import Account
 from kame_data.llm.base import ChatBackend
+from kame_data.step import operational
 
 
 @dataclass(frozen=True)
@@ -19,17 +20,17 @@ class BackendConfig:
     max_tokens: int = 48
     temperature: float = 0.7
     n_ctx: int = 2048
-    threads: int | None = None  # llamacpp: threads per model instance (default: cores / instances)
-    instances: int | None = None  # llamacpp: model instances, each in its own process (default: one per core)
-    concurrency: int = 32
-    timeout: float = 30.0
-    max_retries: int = 6
-    backoff_base: float = 0.5
-    rpm: float | None = None
-    tpm: float | None = None
-    max_consecutive_failures: int = 50
-    prompt_price_per_million: float = 0.0
-    completion_price_per_million: float = 0.0
+    threads: int | None = operational(None)  # llamacpp: threads per model instance (default: cores / instances)
+    instances: int | None = operational(None)  # llamacpp: model instances, each in its own process (default: one per core)
+    concurrency: int = operational(32)
+    timeout: float = operational(30.0)
+    max_retries: int = operational(6)
+    backoff_base: float = operational(0.5)
+    rpm: float | None = operational(None)
+    tpm: float | None = operational(None)
+    max_consecutive_failures: int = operational(50)
+    prompt_price_per_million: float = operational(0.0)
+    completion_price_per_million: float = operational(0.0)
 
 
 def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBackend:

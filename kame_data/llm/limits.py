@@ -6,8 +6,10 @@ import asyncio
 import random
 import time
 
+from kame_data.errors import RunAbort
 
-class BackendUnavailable(RuntimeError):
+
+class BackendUnavailable(RunAbort):
     """Too many consecutive failures: the service is down or misconfigured; the run aborts."""
 
 

@@ -15,6 +15,7 @@ import os
 import threading
 from typing import Callable
 
+from kame_data.errors import RunAbort
 from kame_data.llm.accounting import OK, STOP, Account, BudgetExceeded, prompt_token_bound
 from kame_data.llm.base import ChatRequest, ChatResult
 from kame_data.llm.limits import (
@@ -34,7 +35,7 @@ _RESERVE_POLL = 0.02  # seconds between tries to reserve while other requests ar
 AnswerHook = Callable[[int, ChatResult], None]
 
 
-class BackendConfigError(RuntimeError):
+class BackendConfigError(RunAbort):
     """The service refused the request for a reason retrying cannot fix (bad key, unknown model)."""
 
 

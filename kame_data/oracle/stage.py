@@ -15,7 +15,7 @@ from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
-from kame_data.step import Resources
+from kame_data.step import Resources, operational
 from kame_data.step import Step as PipelineStep
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class OracleConfig:
     # A level-5 event inside a turn of the speaker being heard hands over the true reply before that
     # speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
     early_truth: str = "reject"  # reject | keep
-    budget_usd: float | None = None  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
+    budget_usd: float | None = operational(None)  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
     backend: BackendConfig = field(default_factory=BackendConfig)
 
     def __post_init__(self) -> None:

@@ -77,6 +77,7 @@ class RunConfig:
         r = self.recipe
         out: dict[str, Any] = {"name": r.name, "description": r.description, "seed": r.seed,
                                "batch_size": r.batch_size,
+                               **({"max_item_errors": r.max_item_errors} if r.max_item_errors is not None else {}),
                                "sources": [_plain(asdict(s)) for s in r.sources]}
         for name in self.SECTIONS:
             out[name] = _plain(asdict(getattr(self, name)))

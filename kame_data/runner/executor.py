@@ -7,15 +7,22 @@ step functions; they differ only in where and how concurrently batches run.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from kame_data.errors import RunAbort
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, digest
+from kame_data.scrub import scrub
 from kame_data.step import Step
 from kame_data.workers import EngineCrashed
+
+log = logging.getLogger(__name__)
+
+INTERNAL_ERROR = "internal_error"  # the reason of a reject whose step raised on it
 
 
 def step_key(step: Step) -> str:
@@ -100,10 +107,7 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
     if misses:
         with _SETUP:  # several batches of one step may arrive at once; models load once
             step.setup()
-        try:
-            groups = step.run([k.record for k in misses])
-        except EngineCrashed as e:
-            raise (e if e.items else e.on_items([str(getattr(k.record, "id", "?")) for k in misses])) from None
+        groups = run_isolated(step, misses)
         if len(groups) != len(misses):
             raise RuntimeError(f"step {step.name}: run returned {len(groups)} groups for {len(misses)} inputs")
         for k, group in zip(misses, groups):
@@ -126,6 +130,44 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
             out.append(Keyed(digest(key, k.key, str(j)), rec))
     return out, StepCounts(inputs=_live(keyed), outputs=_live(out), computed=len(misses), retried=retried,
                            transient=transient, seconds=time.perf_counter() - started, started=wall_start, ended=time.time())
+
+
+def _item_id(record: Any) -> str:
+    return str(getattr(record, "id", "?"))
+
+
+def internal_error(step: str, record: Any, error: BaseException) -> Reject:
+    """The reject of an input its step raised on: transient, so it is not checkpointed and the
+    next run (with the bug fixed) tries it again. The traceback goes to run.log only."""
+    rid = _item_id(record)
+    detail = scrub(f"{type(error).__name__}: {error}")[:500]
+    log.info("step %s raised on item %s", step, rid, exc_info=error)
+    log.warning("step %s failed on item %s (%s); the item is rejected as %s and the run goes on "
+                "(traceback in run.log)", step, rid, detail, INTERNAL_ERROR)
+    return Reject(step, rid, INTERNAL_ERROR, detail, transient=True)
+
+
+def run_isolated(step: Step, keyed: list[Keyed]) -> list[list[Any]]:
+    """`step.run` over the records of `keyed`, one group per input. An exception that is not a
+    RunAbort (a bug, or an input no one foresaw) must cost only the input that caused it: the
+    batch is run again one input at a time and each input that raises becomes an internal_error
+    reject. A RunAbort (budget, service down, engine crash) ends the run as before."""
+    records = [k.record for k in keyed]
+    try:
+        return step.run(records)
+    except EngineCrashed as e:
+        raise (e if e.items else e.on_items([_item_id(r) for r in records])) from None
+    except RunAbort:
+        raise
+    except Exception as e:  # noqa: BLE001 - isolated below
+        if len(records) == 1:
+            return [[internal_error(step.name, records[0], e)]]
+        log.info("step %s raised on a batch of %d (%s: %s); running its inputs one at a time", step.name,
+                 len(records), type(e).__name__, scrub(str(e))[:200])
+    groups: list[list[Any]] = []
+    for k in keyed:
+        groups.extend(run_isolated(step, [k]))
+    return groups
 
 
 BatchDone = Callable[[str, StepCounts], None]

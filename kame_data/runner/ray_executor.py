@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Iterator
 
+from kame_data.codec import decode, encode
 from kame_data.llm.accounting import BudgetExceeded
 from kame_data.runner.checkpoint import CheckpointStore, Keyed
 from kame_data.runner.config import RunConfig
@@ -94,7 +94,8 @@ class _RemoteMeter:
 
 
 class _StepActor:
-    """Builds the run's steps in the actor and applies step `index` to batches of pickled records."""
+    """Builds the run's steps in the actor and applies step `index` to batches of encoded records
+    (kame_data/codec.py: nothing that travels between nodes can run code)."""
 
     def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector,
                  meter):
@@ -111,7 +112,7 @@ class _StepActor:
     def __call__(self, batch):
         import pyarrow as pa
 
-        keyed = [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
+        keyed = [Keyed(k, decode(b)) for k, b in zip(batch.column("key").to_pylist(),
                                                             batch.column("blob").to_pylist())]
         try:
             out, counts = apply_step(self.step, self.key, keyed, self.store)
@@ -128,7 +129,7 @@ class _StepActor:
         self.collector.record.remote(self.step.name, asdict(counts), self.id, self.step.summary(),
                                      keyed[0].key if keyed else "")
         return pa.table({"key": pa.array([k.key for k in out], pa.string()),
-                         "blob": pa.array([pickle.dumps(k.record, protocol=pickle.HIGHEST_PROTOCOL) for k in out],
+                         "blob": pa.array([encode(k.record) for k in out],
                                           pa.large_binary())})
 
 
@@ -208,7 +209,7 @@ class RayExecutor:
         # finished is written even when a later one fails (budget) and memory stays per batch.
         ds = ray.data.from_arrow([pa.table({
             "key": pa.array([k.key for k in batch], pa.string()),
-            "blob": pa.array([pickle.dumps(k.record) for k in batch], pa.large_binary()),
+            "blob": pa.array([encode(k.record) for k in batch], pa.large_binary()),
         }) for batch in batches])
         for index, step in enumerate(steps):
             ds = ds.map_batches(
@@ -226,7 +227,7 @@ class RayExecutor:
 
         try:
             for batch in ds.iter_batches(batch_format="pyarrow", batch_size=self.config.batch_size):
-                yield [Keyed(k, pickle.loads(b)) for k, b in zip(batch.column("key").to_pylist(),
+                yield [Keyed(k, decode(b)) for k, b in zip(batch.column("key").to_pylist(),
                                                                  batch.column("blob").to_pylist())]
                 report()
                 self._raise_budget(collector)

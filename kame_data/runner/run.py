@@ -23,6 +23,7 @@ from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, item_key
 from kame_data.runner.config import RunConfig
 from kame_data.runner.executor import RunStats, StepCounts
+from kame_data.runner.item_errors import ItemErrors, TooManyItemErrors
 from kame_data.runner.manifest import build_manifest, llm_usage, quality_summary, write_outputs
 from kame_data.runner.progress import Progress
 from kame_data.runner.until import STAGES, write_partial
@@ -194,6 +195,11 @@ class _Run:
         items, self.rejects = sources.items()
         self.timings["sources"] = time.perf_counter() - started
         log.info("run %s (%s executor): %d items -> %s", self.config.name, executor.name, len(items), self.out_dir)
+        errors = ItemErrors(self.config.recipe.max_item_errors, len(items))
+        try:
+            errors.add(self.rejects)
+        except TooManyItemErrors as e:
+            raise self._fail(str(e)) from e
         if not items:
             raise self._fail(f"no source items to process ({len(self.rejects)} rejected; "
                              f"see {self.out_dir / 'rejects.jsonl'})")
@@ -222,7 +228,9 @@ class _Run:
             for batch in executor.run(stages, _batches(keyed, self.config.batch_size), self.store, stats, on_batch):
                 t = time.perf_counter()
                 records = [k.record for k in batch if not isinstance(k.record, Reject)]
-                self.rejects.extend(k.record for k in batch if isinstance(k.record, Reject))
+                rejected = [k.record for k in batch if isinstance(k.record, Reject)]
+                self.rejects.extend(rejected)
+                errors.add(rejected)
                 outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
                 self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
                 progress.save(samples=len(outputs), rejects=len(self.rejects), transient=_transient(self.rejects))
@@ -233,6 +241,8 @@ class _Run:
         except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
             raise self._fail(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)",
                              progress) from e
+        except TooManyItemErrors as e:
+            raise self._fail(f"stopped: {e}", progress) from e
         finally:
             for b in bars.values():
                 b.close()
@@ -260,7 +270,7 @@ class _Run:
         shards = writer.finish()
         self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
         self.timings["total"] = time.perf_counter() - started
-        manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop)
+        manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop, errors)
         write_outputs(self.out_dir, manifest)
         progress.save(state="stopped" if stop else "done", samples=len(outputs), rejects=len(self.rejects),
                       transient=transient, **({"stopped": stop} if stop else {}))
@@ -268,7 +278,7 @@ class _Run:
         return RunResult(out_dir=self.out_dir, manifest=manifest, rejects=self.rejects)
 
     def _manifest(self, items: int, names: list[str], stats: RunStats, shards: list[dict[str, Any]],
-                  samples: list[dict[str, Any]], executor: str, stop: str) -> dict[str, Any]:
+                  samples: list[dict[str, Any]], executor: str, stop: str, errors: ItemErrors) -> dict[str, Any]:
         from collections import Counter
 
         counts: Counter[str] = Counter({"sources": items})
@@ -295,5 +305,9 @@ class _Run:
         manifest["llm_usage"] = llm_usage(self.config.oracle.budget_usd, stats.summaries)
         if stop:
             manifest["stopped"] = stop
+        if errors.per_step:
+            manifest["item_errors"] = dict(sorted(errors.per_step.items()))  # internal_error rejects per step
+        if self.store is not None and self.store.damaged:
+            manifest["checkpoints_damaged"] = len(self.store.damaged)  # found, named in run.log, recomputed
         validate("manifest", manifest)
         return manifest

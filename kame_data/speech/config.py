@@ -13,6 +13,7 @@ from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.screen import ScreenConfig
 from kame_data.speech.turntaking import TurnTakingConfig
 from kame_data.speech.voices import resolve
+from kame_data.step import operational
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class SpeakConfig:
     target_dbfs: float = -20.0
     max_turn_seconds: float = 90.0
     qa: QAConfig = field(default_factory=QAConfig)
-    workers: int | None = None  # worker processes; None: one per core
+    workers: int | None = operational(None)  # worker processes; None: one per core
     balance: str = ""  # casting: "sex" or "accent" gives each group of a pool the same chance
     screen: ScreenConfig = field(default_factory=ScreenConfig)
     reply: ReplyConfig = field(default_factory=ReplyConfig)
