@@ -21,10 +21,12 @@ class BackendConfig:
     n_ctx: int = 2048
     threads: int | None = None  # llamacpp: threads per model instance (default: cores / instances)
     instances: int | None = None  # llamacpp: model instances, each in its own process (default: one per core)
+    # How requests are sent (openai): none of these can change an answer.
     concurrency: int = 32
-    timeout: float = 30.0
+    timeout: float = 30.0  # seconds one attempt may take in all: connecting, sending, the whole answer
     max_retries: int = 6
     backoff_base: float = 0.5
+    max_retry_after: float = 60.0  # the longest a server's Retry-After is obeyed; a longer one waits this long
     rpm: float | None = None
     tpm: float | None = None
     max_consecutive_failures: int = 50
@@ -47,7 +49,8 @@ def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBacken
         return OpenAIBackend(cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
                              concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
                              backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
-                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter)
+                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter,
+                             max_retry_after=cfg.max_retry_after)
     if cfg.kind == "vllm":
         from kame_data.llm.vllm_backend import VLLMBackend
 
