@@ -130,15 +130,24 @@ def test_only_authentication_and_unknown_model_errors_abort(status, payload, abo
 
 
 def test_a_service_that_refuses_every_request_is_a_configuration_error():
-    """A refusal of every request (a bad parameter, say) is no verdict on the items: once
-    `max_consecutive_failures` requests are refused with none answered, the run aborts."""
-    with LoopbackServer(override=lambda body, seen, headers: refusal("Unsupported parameter: 'seed'",
-                                                                     code="unsupported_parameter")) as srv:
-        backend = OpenAIBackend("loopback", base_url=srv.base_url, concurrency=2, max_consecutive_failures=5)
-        with pytest.raises(BackendConfigError, match="refused the first 5 requests and answered none"):
+    """A refusal of every request (a bad parameter, say) is no verdict on the items: a batch that
+    ends with `max_consecutive_failures` requests refused and none answered aborts the run. One
+    answer among them (refusals come back first) shows the refusals are the items' own."""
+    def refuse(body, seen, headers):
+        if "answerable" in _said(body):
+            return None
+        return refusal("Unsupported parameter: 'seed'", code="unsupported_parameter")
+
+    with LoopbackServer(override=refuse, latency=0.3) as srv:
+        backend = OpenAIBackend("loopback", base_url=srv.base_url, concurrency=32, max_consecutive_failures=5)
+        with pytest.raises(BackendConfigError, match="refused all of the first 20 requests and answered none"):
             backend.complete([ChatRequest((("user", f"q{i}"),)) for i in range(20)])
         backend.close()
-        assert srv.calls < 20
+        fresh = OpenAIBackend("loopback", base_url=srv.base_url, concurrency=32, max_consecutive_failures=5)
+        results = fresh.complete([ChatRequest((("user", f"q{i}"),)) for i in range(20)]
+                                 + [ChatRequest((("user", "an answerable one"),))])
+        fresh.close()
+    assert sum(r.refused for r in results) == 20 and results[-1].text
 
 
 def _worst_case(cfg: BackendConfig, retry_after: bool, backoff_max: float = 30.0) -> float:

@@ -7,8 +7,9 @@ What a server's error means for the run (README.md, "Simulator LLM"):
 - 401, 403, 404 or an unknown model: no request can succeed; the run aborts (BackendConfigError).
 - 400, 413, 422: the service refused *this* request (a content filter, a prompt over the context):
   the answer is a refusal (ChatResult.error == REFUSED, with the server's scrubbed reason), final
-  for its item, never retried nor cached. Only when the service refuses `max_consecutive_failures`
-  requests without answering a single one is it taken for a configuration problem and the run aborts.
+  for its item, never retried nor cached. Only when the service has refused at least
+  `max_consecutive_failures` requests, a whole batch among them, without answering a single one is
+  it taken for a configuration problem (a parameter it rejects) and the run aborts.
 - anything else (429, 5xx, a timeout, a dropped connection, a garbled body): retried; after the
   last retry the request fails (ChatResult.error says why) and its item is a transient reject.
 
@@ -103,6 +104,7 @@ class OpenAIBackend:
         self.failures = 0  # failed attempts in total
         self.answered = 0  # requests answered
         self.refused = 0  # requests the service refused (final for their item)
+        self._last_refusal = ""
         self.retry_wait_s = 0.0  # seconds waited before retries, summed over requests
         self.retry_after_capped = 0  # Retry-After values over max_retry_after (each waited max_retry_after)
         self._streak = 0
@@ -121,6 +123,12 @@ class OpenAIBackend:
             return []
         loop = self._start()
         results = asyncio.run_coroutine_threadsafe(self._complete_all(requests, on_answer), loop).result()
+        if not self.answered and self.refused >= self.max_consecutive_failures:
+            # Refusals come back faster than answers: judged once the batch is done, not before.
+            raise BackendConfigError(f"{self.base_url or 'the OpenAI API'} refused all of the first {self.refused} "
+                                     f"requests and answered none (last: {self._last_refusal}); check the model "
+                                     "and backend settings (or raise max_consecutive_failures if only some "
+                                     "items are refused)")
         if any(r.error == BUDGET for r in results):
             raise BudgetExceeded(self.meter.stop_reason())
         return results
@@ -234,15 +242,11 @@ class OpenAIBackend:
         return ChatResult(text="", error=last_error)
 
     def _refusal(self, e) -> ChatResult:
-        """The service refused this request: final for its item, unless it has refused every one."""
+        """The service refused this request: final for its item (unless it refuses every one:
+        `complete` judges that when the batch is done)."""
         self._streak = 0  # the service is up and answering
         self.refused += 1
-        reason = f"HTTP {e.status_code}: {_reason(e)}"
-        if not self.answered and self.refused >= self.max_consecutive_failures:
-            raise BackendConfigError(f"{self.base_url or 'the OpenAI API'} refused the first {self.refused} "
-                                     f"requests and answered none (last: {reason}); check the model and "
-                                     "oracle.backend settings (or raise max_consecutive_failures if only "
-                                     "some items are refused)")
+        self._last_refusal = reason = f"HTTP {e.status_code}: {_reason(e)}"
         log.info("the LLM service refused a request (%s)", reason)
         return ChatResult(text="", error=REFUSED, refusal=reason)
 
@@ -279,5 +283,4 @@ class OpenAIBackend:
     def summary(self) -> dict:
         """For the manifest's `llm` section: failed attempts, refusals and the waits before retries."""
         return {"failed_attempts": self.failures, "refused": self.refused,
-                "retry_wait_s": round(self.retry_wait_s, 3), "retry_after_capped": self.retry_after_capped,
-                "max_retry_after": self.max_retry_after}
+                "retry_wait_s": round(self.retry_wait_s, 3), "retry_after_capped": self.retry_after_capped}
