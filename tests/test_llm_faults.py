@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kame_data.llm.base import REFUSED, ChatRequest
+from kame_data.llm.base import REFUSED, ChatRequest, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache, SharedRequestCache
 from kame_data.llm.config import BackendConfig
 from kame_data.llm.openai_backend import BackendConfigError, OpenAIBackend
@@ -280,6 +280,25 @@ def test_a_full_cache_disk_is_one_warning_line(tmp_path, monkeypatch, caplog, ki
     assert str(cache.path) in line and ("disk is full" in line or "No space left" in line)
     assert "goes on without caching" in line
     assert summary["cache_store_failed"]
+
+
+class _Chains:
+    """A backend that answers chains (as the embedded model does), without a model."""
+
+    name, model = "chains", "echo"
+
+    def complete_chains(self, chains):
+        return [[ChatResult(f"echo {r.messages[-1][1]}") for r in chain] for chain in chains]
+
+
+def test_a_full_cache_disk_is_one_warning_line_for_chained_answers_too(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(RequestCache, "put", _full_sqlite)
+    backend = CachedBackend(_Chains(), RequestCache(tmp_path / "c.sqlite"))
+    with caplog.at_level(logging.INFO):
+        out = backend.complete_chains([[ChatRequest((("user", f"d{d} s{s}"),)) for s in range(4)] for d in range(6)])
+    assert [r.text for r in out[5]] == [f"echo d5 s{s}" for s in range(4)]
+    noisy = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(noisy) == 1 and "database or disk is full" in noisy[0].getMessage()
 
 
 def _open_item(question: str) -> SourceItem:

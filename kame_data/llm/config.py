@@ -21,7 +21,8 @@ class BackendConfig:
     n_ctx: int = 2048
     threads: int | None = None  # llamacpp: threads per model instance (default: cores / instances)
     instances: int | None = None  # llamacpp: model instances, each in its own process (default: one per core)
-    # How requests are sent (openai): none of these can change an answer.
+    # How requests are sent (openai), down to max_consecutive_failures: none of these can change an
+    # answer, only when it comes (or whether it comes in this run).
     concurrency: int = 32
     timeout: float = 30.0  # seconds one attempt may take in all: connecting, sending, the whole answer
     max_retries: int = 6
