@@ -138,6 +138,7 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
     """How far a run got, per stage: inputs seen, outputs, items computed (vs. read from
     checkpoints), of those retried (their earlier result was transient), and transient results;
     then the rejects, final and transient (a rerun of the same command retries the transient ones)."""
+    from kame_data.runner.progress import describe_llm
     from kame_data.runner.status import read_status
 
     try:
@@ -149,6 +150,8 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
         typer.echo(f"  {name:>7}: {s['inputs']:>6} in  {s['outputs']:>6} out  {s['computed']:>6} computed  "
                    f"{s.get('retried', 0):>4} retried  {s.get('transient', 0):>4} transient  "
                    f"{s.get('checkpoints', 0):>6} checkpoints")
+    if st.get("llm"):
+        typer.echo(f"  llm: {describe_llm(st['llm'], running=st['state'] == 'running')}")
     transient = st.get("transient", 0)
     typer.echo(f"  samples: {st['samples']}  rejects: {st['rejects'] - transient} final, {transient} transient"
                + (" (rerun the same command to retry them)" if transient else ""))

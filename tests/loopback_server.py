@@ -2,9 +2,11 @@
 
 It answers `POST /v1/chat/completions` with a short deterministic reply built from the prompt,
 so recipes, benchmarks and tests can exercise the real HTTP path of the `openai` backend
-offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies) are drawn
-from a seeded generator; `override` scripts a reply for chosen requests (a 429 on first sight, a
-failure for chosen dialogues, an error body that echoes the key); `reply=` scripts the text of
+offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies, a body trickled
+one byte at a time) are drawn from a seeded generator; `override` scripts a reply for chosen
+requests (a 429 on first sight, a failure for chosen dialogues, an error body that echoes the key,
+`refusal(...)`: a 400 with a reason, `Trickle()`: the usual answer sent one byte every half
+second, which no per-read timeout ever cuts); `reply=` scripts the text of
 replies: a function of the request's messages and how many times that same conversation was asked
 before (a retry), e.g. to play a model that drops the answer the first time and keeps it the
 second. It keeps what it saw: arrival times, and every answer it sent with the tokens it billed.
@@ -16,6 +18,7 @@ import hashlib
 import json
 import random
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +34,22 @@ class Faults:
     garbage: float = 0.0
     retry_after: float = 0.2
     hang_seconds: float = 5.0
+    trickle: float = 0.0  # the answer's body one byte every `trickle_interval` seconds
+    trickle_interval: float = 0.5
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """An override's answer: the usual reply, its headers at once and then its body one byte every
+    `interval` seconds, until the client hangs up (or the server stops)."""
+
+    interval: float = 0.5
+
+
+def refusal(reason: str, status: int = 400, code: str = "content_filter") -> tuple[int, dict, dict]:
+    """An override's answer: the service refuses this request (as OpenAI's content filter or a
+    context-length check does), with `reason` as the error message."""
+    return status, {"error": {"message": reason, "type": "invalid_request_error", "param": None, "code": code}}, {}
 
 
 def reply_for(messages: list[dict]) -> str:
@@ -63,15 +82,63 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client went away (killed, or gave up on a held request)
 
+    def _trickle(self, raw: bytes, interval: float) -> None:
+        """Headers now, then the body one byte every `interval` s; records when the client hung up
+        (the answer counts as sent only when its last byte is)."""
+        owner, started, sent = self.server.owner, time.monotonic(), 0
+        body, prompt_tokens, completion_tokens = self._answer(raw)
+        self.close_connection = True
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(body)):
+                if owner._stopping.wait(interval):
+                    break
+                self.wfile.write(body[i: i + 1])
+                self.wfile.flush()
+                sent += 1
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        with owner._lock:
+            owner.trickles.append((started, time.monotonic(), sent, len(body)))
+        if sent == len(body):
+            owner._answered(raw, prompt_tokens, completion_tokens)
+
+    def _answer(self, raw: bytes) -> tuple[bytes, int, int]:
+        """The usual reply to a chat request, and the tokens it bills."""
+        owner = self.server.owner
+        body = json.loads(raw)
+        messages = body.get("messages", [])
+        text = owner.reply(messages, owner._asked(messages)) if owner.reply else reply_for(messages)
+        prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
+        out = {
+            "id": "chatcmpl-" + hashlib.sha1(raw).hexdigest()[:12], "object": "chat.completion", "created": 0,
+            "model": body.get("model", "loopback"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                      "total_tokens": prompt_tokens + len(text.split())},
+        }
+        return json.dumps(out).encode(), prompt_tokens, len(text.split())
+
     def do_POST(self) -> None:
         owner = self.server.owner
-        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        size = int(self.headers.get("Content-Length", 0))
+        raw = self.rfile.read(size)
+        if len(raw) < size:
+            self.close_connection = True  # the client hung up while sending
+            return
         seen = owner._record(raw)
         if not self.path.endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         if owner.override is not None:
             scripted = owner.override(json.loads(raw), seen, dict(self.headers))
+            if isinstance(scripted, Trickle):
+                self._trickle(raw, scripted.interval)
+                return
             if scripted is not None:
                 code, payload, headers = scripted
                 self._send(code, json.dumps(payload).encode(), headers)
@@ -102,19 +169,13 @@ class _Handler(BaseHTTPRequestHandler):
                                                        b'"model": "m", "choices": [{"index": 0, "finish_reason": '
                                                        b'"stop", "message": {"role": "assistant", "content": ""}}]}']))
             return
-        body = json.loads(raw)
-        messages = body.get("messages", [])
-        text = owner.reply(messages, owner._asked(messages)) if owner.reply else reply_for(messages)
-        prompt_tokens = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
-        out = {
-            "id": "chatcmpl-" + hashlib.sha1(raw).hexdigest()[:12], "object": "chat.completion", "created": 0,
-            "model": body.get("model", "loopback"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                      "total_tokens": prompt_tokens + len(text.split())},
-        }
-        owner._answered(raw, prompt_tokens, len(text.split()))
-        self._send(200, json.dumps(out).encode())
+        roll -= edges[3]
+        if roll < f.trickle:
+            self._trickle(raw, f.trickle_interval)
+            return
+        body, prompt_tokens, completion_tokens = self._answer(raw)
+        owner._answered(raw, prompt_tokens, completion_tokens)
+        self._send(200, body)
 
 
 class LoopbackServer:
@@ -125,12 +186,17 @@ class LoopbackServer:
         request_queue_size = 512
         owner: "LoopbackServer"
 
+        def handle_error(self, request, client_address) -> None:
+            if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):  # a client hung up
+                super().handle_error(request, client_address)
+
     def __init__(self, latency: float = 0.0, faults: Faults | None = None, seed: int = 0, port: int = 0,
                  slots: int | None = None,
-                 override: Callable[[dict, int, dict], tuple[int, dict, dict] | None] | None = None,
+                 override: Callable[[dict, int, dict], tuple[int, dict, dict] | Trickle | None] | None = None,
                  reply: Callable[[list[dict], int], str] | None = None):
         """`override(body, seen, headers)`: (status, JSON payload, headers) to send instead of the
-        usual reply, or None; `seen` counts earlier arrivals of the same body."""
+        usual reply, a Trickle (the usual reply, slowly), or None; `seen` counts earlier arrivals
+        of the same body."""
         self.latency = latency
         self.reply = reply
         self._conversations: dict[str, int] = {}
@@ -144,6 +210,8 @@ class LoopbackServer:
         self.seen: dict[str, int] = {}
         self.arrivals: list[tuple[float, str]] = []  # (time.monotonic(), sha256 of the body)
         self.answers: list[tuple[float, dict, int, int]] = []  # (time, body, prompt tokens, completion tokens)
+        self.trickles: list[tuple[float, float, int, int]] = []  # (start, end, bytes sent, body bytes), when ended
+        self._stopping = threading.Event()
         self._httpd = self._Server(("127.0.0.1", port), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -188,6 +256,7 @@ class LoopbackServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # trickles in progress end
         self._httpd.shutdown()
         self._httpd.server_close()
 

@@ -155,7 +155,7 @@ def test_store_names_and_discards_a_damaged_checkpoint(tmp_path, caplog):
 
 def test_operational_settings_are_not_part_of_a_step_identity():
     base = OracleConfig()
-    same = OracleConfig(budget_usd=3.0, backend=BackendConfig(timeout=1.0, max_retries=0, concurrency=2, rpm=60,
+    same = OracleConfig(budget_usd=3.0, backend=BackendConfig(timeout=1.0, max_retries=0, concurrency=2, rpm=60, max_retry_after=5,
                                                                  instances=1, threads=2))
     assert config_key("oracle", base) == config_key("oracle", same)
     assert config_key("oracle", base) != config_key("oracle", OracleConfig(backend=BackendConfig(temperature=0.1)))

@@ -31,13 +31,24 @@ class ChatRequest:
         return [{"role": r, "content": c} for r, c in self.messages]
 
 
+REFUSED = "refused"  # ChatResult.error of a request the service refused for good (see `refusal`)
+
+
 @dataclass(frozen=True)
 class ChatResult:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
-    error: str = ""  # set when the request failed after all retries (transport / service errors)
+    # Set when the request got no answer: a transport or service failure after all retries (a rerun
+    # may fare better), or REFUSED: the service refused this very request (HTTP 400/413/422: a
+    # content filter, a prompt over the context), which asking again cannot change.
+    error: str = ""
+    refusal: str = ""  # the service's reason for a refusal, scrubbed of secrets
+
+    @property
+    def refused(self) -> bool:
+        return self.error == REFUSED
 
 
 class ChatBackend(Protocol):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -13,6 +14,8 @@ from pathlib import Path
 
 from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult, regroup
 from kame_data.storage import Location, Storage, is_url
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_path() -> Path:
@@ -95,7 +98,12 @@ class CachedBackend:
     """Wraps a backend: answers come from the cache when present; identical requests are sent once,
     within a batch and across batches running at once (a later one waits for the answer); every
     fresh answer is stored as soon as it arrives (from a backend that streams them, before the rest
-    of its batch), so a batch cut short by the budget or a kill loses none."""
+    of its batch), so a batch cut short by the budget or a kill loses none. Refusals and failures
+    are never stored as answers.
+
+    A cache that cannot store (a full disk, a read-only or broken file) costs one warning line and
+    the caching of this run's later answers, not the run: they still reach the dataset, and the
+    run's checkpoints keep its finished items; only a later run asks again for what it needs anew."""
 
     def __init__(self, inner: ChatBackend, cache: RequestCache | None):
         self.inner, self.cache = inner, cache
@@ -103,8 +111,23 @@ class CachedBackend:
         self.prefill = getattr(inner, "prefill", False)
         self.calls = 0  # requests actually sent to the backend
         self.cache_hits = 0  # requests answered without a call (the cache, or a batch already sending it)
+        self.store_failed = ""  # why the cache stopped storing answers in this run, if it did
         self._lock = threading.Lock()
         self._inflight: dict[str, _InFlight] = {}
+
+    def _keep(self, key: str, result: ChatResult) -> None:
+        """Store an answer; on the first failure, say so once and stop storing."""
+        if self.cache is None or self.store_failed:
+            return
+        try:
+            self.cache.put(key, result)
+        except (sqlite3.Error, OSError) as e:
+            with self._lock:
+                first, self.store_failed = not self.store_failed, f"{type(e).__name__}: {e}"
+            if first:
+                log.warning("LLM answer cache %s: cannot store answers (%s); the run goes on without caching "
+                            "them (its checkpoints keep finished items; a later run asks again for the rest)",
+                            getattr(self.cache, "path", "?"), self.store_failed)
 
     def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
         keys = [r.key(self.name, self.model) for r in requests]
@@ -149,9 +172,11 @@ class CachedBackend:
 
         def store(index: int, res: ChatResult) -> None:
             self._count(calls=1)
-            if self.cache is not None and res.text and not res.error:
-                self.cache.put(todo_keys[index], res)
-            self._land(todo_keys[index], res)
+            try:
+                if res.text and not res.error:
+                    self._keep(todo_keys[index], res)
+            finally:
+                self._land(todo_keys[index], res)
 
         if getattr(self.inner, "streams_answers", False):
             fresh = self.inner.complete(list(todo.values()), on_answer=store)
@@ -205,8 +230,8 @@ class CachedBackend:
             for i, results in zip(todo, fresh):
                 self._count(calls=len(results))
                 for key, res in zip(plans[i][1], results):
-                    if self.cache is not None and not res.error:  # an empty answer is an answer here
-                        self.cache.put(key, res)
+                    if not res.error:  # an empty answer is an answer here
+                        self._keep(key, res)
                 answers[i] = results
         return [[answers[c][j] for j in plan[2]] for c, plan in enumerate(plans)]
 
@@ -218,8 +243,9 @@ class CachedBackend:
         meter = getattr(self.inner, "meter", None)
         if meter is not None:
             out.update(meter.summary())
-        failures = getattr(self.inner, "failures", None)
-        if failures is not None:
-            out["failed_attempts"] = failures
+        if hasattr(self.inner, "summary"):
+            out.update(self.inner.summary())  # retries, waits and refusals of a remote service
+        if self.store_failed:
+            out["cache_store_failed"] = self.store_failed
         return out
 

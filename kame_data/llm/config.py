@@ -22,10 +22,13 @@ class BackendConfig:
     n_ctx: int = 2048
     threads: int | None = operational(None)  # llamacpp: threads per model instance (default: cores / instances)
     instances: int | None = operational(None)  # llamacpp: model instances, each in its own process (default: one per core)
+    # How requests are sent (openai), down to max_consecutive_failures: none of these can change an
+    # answer, only when it comes (or whether it comes in this run), so none is part of a checkpoint key.
     concurrency: int = operational(32)
-    timeout: float = operational(30.0)
+    timeout: float = operational(30.0)  # seconds one attempt may take in all: connecting, sending, the whole answer
     max_retries: int = operational(6)
     backoff_base: float = operational(0.5)
+    max_retry_after: float = operational(60.0)  # the longest a server's Retry-After is obeyed; a longer one waits this long
     rpm: float | None = operational(None)
     tpm: float | None = operational(None)
     max_consecutive_failures: int = operational(50)
@@ -48,7 +51,8 @@ def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBacken
         return OpenAIBackend(cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
                              concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
                              backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
-                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter)
+                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter,
+                             max_retry_after=cfg.max_retry_after)
     if cfg.kind == "vllm":
         from kame_data.llm.vllm_backend import VLLMBackend
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from email.utils import parsedate_to_datetime
 
 from kame_data.errors import RunAbort
 
@@ -67,9 +68,14 @@ def backoff_delay(attempt: int, base: float, cap: float, retry_after: float | No
 
 
 def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header: a number of seconds, or an HTTP date (RFC 9110)."""
     if not value:
         return None
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None

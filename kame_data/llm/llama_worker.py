@@ -15,7 +15,7 @@ Models without a chat template (base models such as Gemma 3 270M) get a plain fe
 
 from __future__ import annotations
 
-from kame_data.llm.base import ChatRequest, ChatResult
+from kame_data.llm.base import REFUSED, ChatRequest, ChatResult
 
 _LLM = None
 _LOAD_ERROR = ""
@@ -99,8 +99,10 @@ def _start_from(prefix: list[int]) -> None:
 
 def _one(req: ChatRequest, prompt: list[int]) -> ChatResult:
     if len(prompt) + req.max_tokens > _LLM.n_ctx():
-        return ChatResult(text="", error=f"prompt of {len(prompt)} tokens does not fit the context "
-                                         f"({_LLM.n_ctx()}; raise oracle.backend.n_ctx)")
+        # Final for this request, as a server's "context too long" refusal is (openai_backend.py).
+        return ChatResult(text="", error=REFUSED, refusal=f"prompt of {len(prompt)} tokens and {req.max_tokens} to "
+                                                          f"answer do not fit the context ({_LLM.n_ctx()}; raise "
+                                                          "oracle.backend.n_ctx)")
     r = _LLM.create_completion(prompt, max_tokens=req.max_tokens, temperature=req.temperature, seed=req.seed,
                                stop=list(STOP))
     usage = r.get("usage") or {}

@@ -8,13 +8,14 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from kame_data.llm.accounting import Account, Meter, Prices
-from kame_data.llm.base import ChatBackend, complete_chains
+from kame_data.llm.base import REFUSED, ChatBackend, complete_chains
 from kame_data.llm.config import BackendConfig, open_backend
 from kame_data.oracle.ladder import CONTINUATION_GAP, Step, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
+from kame_data.scrub import scrub
 from kame_data.step import Resources, operational
 from kame_data.step import Step as PipelineStep
 
@@ -109,9 +110,10 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
 
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
-        up to `retries` times; a prediction stays '' when every attempt failed, with error set when
-        the service failed on any attempt (so the dialogue is a transient reject, not a ladder with
-        a hole a rerun might fill)."""
+        up to `retries` times; a prediction stays '' when every attempt failed. A step the service
+        failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
+        nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
+        hole a rerun might fill."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
         prefill = getattr(self.backend, "prefill", False)
@@ -131,12 +133,16 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
                 still = []
                 for i, res in zip(pending[d], results):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
-                    # A service failure on any attempt stays: the dialogue is then a transient reject.
-                    out[d][i] = (text, "") if not kind else ("", res.error or out[d][i][1])
+                    error = f"{REFUSED}: {res.refusal}" if res.refused else res.error
+                    out[d][i] = (text, "") if not kind else ("", error)
                     if kind:
                         still.append(i)
                         last[d, i] = kind
-                pending[d] = still
+                failed = any(out[d][i][1] for i in pending[d])
+                pending[d] = [] if failed else still
+                if failed:
+                    for i in still:
+                        last.pop((d, i), None)
         for kind in last.values():  # no reply after every attempt: the event is dropped
             self._count(f"dropped_{kind}")
         return out
@@ -151,7 +157,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             if repaired and repaired != text and not classify(repaired, step.conversation_context, shown):
                 text, truncated = repaired, False
                 self._count("cut_repaired")
-        kind = "service_error" if res.error else classify(text, step.conversation_context, shown, truncated)
+        kind = (REFUSED if res.refused else "service_error") if res.error else \
+            classify(text, step.conversation_context, shown, truncated)
         self._count(kind or "ok")
         return text, kind
 
@@ -197,6 +204,13 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
                       f"{to_come} word(s) still to come ({why})")
 
     def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
+        refused = [e.split(": ", 1)[1] for _, e in mine if e.startswith(f"{REFUSED}: ")]
+        if refused:
+            # The service refused this dialogue's requests (a content filter, a prompt over the
+            # context): asking again gets the same answer, so the reject is final (checkpointed).
+            return [Reject(self.name, rendered.id, "llm_refused",
+                           f"the LLM service refused {len(refused)} of {len(steps)} steps' requests "
+                           f"({scrub(refused[-1])})")]
         failed = [e for _, e in mine if e]
         if failed:
             # The service failed (not the model): reject the dialogue whole, so a rerun redoes it

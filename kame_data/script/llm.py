@@ -9,7 +9,10 @@ speakable after normalisation, or loses the answer (kame_data/script/answer.py: 
 option text, or the number with its unit, said at the end of the assistant's turn). Items without
 a reference answer (most of MT-Bench) have no template: the model answers them itself, and a
 refused answer is a Reject. When the service itself failed (after its retries) the dialogue is a
-transient `llm_failed` reject, which a rerun tries again.
+transient `llm_failed` reject, which a rerun tries again. When the service refused the request
+(HTTP 400/413/422: a content filter, a prompt over the context) it is not asked again: the template
+stands in, as for any unusable rewrite (counted `fallback_llm_refused`), and an item without one is
+a final `llm_refused` reject with the service's reason.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from kame_data.script.template import (
     to_dialogue,
     variant_count,
 )
+from kame_data.scrub import scrub
 from kame_data.text import is_speakable, spoken_words, to_spoken
 
 log = logging.getLogger(__name__)
@@ -170,6 +174,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
     results: list[list[tuple[str, str]] | None] = [None] * len(jobs)
     reasons = [""] * len(jobs)
     errors = [""] * len(jobs)  # the service's last failure, if any attempt failed: not a verdict on the item
+    refusals = [""] * len(jobs)  # the service's reason when it refused the request: a verdict, never retried
     pending = [i for i, job in enumerate(jobs) if not isinstance(job[2], Reject)]
     for attempt in range(cfg.llm.retries + 1):
         if not pending:
@@ -183,9 +188,13 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             item, _, script = jobs[i]
             expected = len(script.turns) if script else 2 * (1 + len(item.followups))
             turns = parse_reply(res.text)
-            reasons[i] = "llm_error" if getattr(res, "error", "") else \
+            if res.refused:
+                reasons[i], refusals[i] = "llm_refused", res.refusal
+                stats["refused_llm_refused"] += 1
+                continue  # the same request, another seed: the same refusal
+            reasons[i] = "llm_error" if res.error else \
                 check_rewrite(item, turns, expected, cfg, script.target if script else None)
-            errors[i] = getattr(res, "error", "") or errors[i]
+            errors[i] = res.error or errors[i]
             if reasons[i]:
                 stats[f"refused_{reasons[i]}"] += 1
                 still.append(i)
@@ -200,7 +209,11 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
         elif results[i] is not None:
             stats["llm"] += 1
             out.append(to_dialogue(item, v, results[i], script.target if script else None))
-        elif errors[i]:
+        elif refusals[i] and script is None:
+            stats["rejected"] += 1
+            out.append(Reject("script", f"{item.id}-v{v}", "llm_refused",
+                              f"no reference answer and the LLM service refused the rewrite ({scrub(refusals[i])})"))
+        elif errors[i] and not refusals[i]:
             # The service failed: the template would stand in for good, though a rerun may well
             # get a usable rewrite. A transient reject is retried instead.
             stats["failed"] += 1
