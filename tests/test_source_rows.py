@@ -8,16 +8,21 @@ import random
 import textwrap
 from collections import Counter
 
+import os
+import subprocess
+import time
+
 import pytest
 
 from kame_data.recipe import SourceSpec, load_recipe
 from kame_data.records import Reject, SourceItem
 from kame_data.schema import validate
+from kame_data.sources import filters as F
 from kame_data.sources import load_items, load_source
 from kame_data.sources.common import safe_id
 from kame_data.sources.row_schemas import RowSchema, jsonl_schema
 from kame_data.sources.rows import MAX_DEPTH, SourceError, read_rows
-from tests.conftest import ROOT
+from tests.conftest import CLI, ROOT
 
 FIELDS = {"question": "q.text", "answer": "a", "options": "choices", "id": "uid", "category": "topic"}
 REAL_FILES = {"mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"], "gsm8k": ["gsm8k_test_200.jsonl"],
@@ -244,3 +249,33 @@ def test_ids_that_need_no_change_stay_as_they_were():
     assert safe_id("mt_bench", "x" * 64) == "mt_bench-" + "x" * 64
     assert safe_id("hssbench", "a/b") == "hssbench-_a_b_" + hashlib.sha256(b"a/b").hexdigest()[:12]
     assert safe_id("t", "日本").startswith("t-_") and len(safe_id("t", "x" * 5000)) == len("t-_") + 48 + 13
+
+
+def test_a_huge_text_is_too_long_before_it_is_normalised():
+    """Normalising costs more than linear time in the text: a megabyte question is told by its length."""
+    item = SourceItem(id="t-1", source="t", category="c", question="What is -3/4 m/s² plus 2 kg? " * 40_000,
+                      options=["1 kg", "x" * 10], answer="1 kg", answer_letter="A")
+    start = time.perf_counter()
+    flag = F.check(item, F.FilterConfig())
+    assert time.perf_counter() - start < 5  # normalising it would take hours; a generous bound
+    assert flag == ("too_long", f"question: {len(item.question)} characters, far more than 45 s can say")
+    long_option = SourceItem(id="t-2", source="t", category="c", question="Which?", options=["a", "b" * 5000],
+                             answer="a", answer_letter="A")
+    assert F.check(long_option, F.FilterConfig()).detail == "option 2: 5000 characters, far more than 45 s can say"
+    assert F.check(long_option, F.FilterConfig(skip=("too_long",))) is None
+
+
+def test_a_file_of_another_kind_still_ends_with_one_line(tmp_path, fixtures_dir):
+    """Wrong-shaped rows are rejects, not malformed lines (max_bad_rows 0 is not reached): a GSM8K file
+    named as MMLU-Pro gives 200 `invalid_row` rejects and the run's one line, no items to process."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(f"name: wrong\nsources: [{{kind: mmlu_pro, path: {fixtures_dir / 'gsm8k_test_200.jsonl'}, "
+                      f"max_bad_rows: 0}}]\n")
+    out = tmp_path / "out"
+    r = subprocess.run(CLI + ["run", str(recipe), "--out", str(out), "--until", "script", "-q"],
+                       capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines() == [f"error: no source items to process (200 rejected; see {out.resolve() / 'rejects.jsonl'})"]
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert {x["reason"] for x in rejects} == {"invalid_row"}
+    assert rejects[0]["detail"].endswith("gsm8k_test_200.jsonl:1: <row>: 'options' is a required property")
