@@ -242,6 +242,18 @@ def test_a_thousand_distinct_raw_ids_give_a_thousand_items(tmp_path, kind):
     assert [i.id for i in items][:3] == [safe_id(items[0].source, ids[k]) for k in range(3)]
 
 
+def test_null_ids_are_missing_ids(tmp_path):
+    """Parquet writes a missing id as null: the row's number stands in, never the id "None"."""
+    rows = [{"question_id": None, "question": f"Which number comes after {k}?", "options": [str(k), str(k + 1)],
+             "answer_index": 1} for k in range(2)]
+    out = list(load_source(SourceSpec(kind="mmlu_pro", path=str(_write(tmp_path / "m.jsonl", rows)))))
+    assert [o.id for o in out] == ["mmlu_pro-0", "mmlu_pro-1"]
+    rows = [{"question_id": None, "prompt_id": 7, "turns": ["Which number comes after one?"]},
+            {"question_id": None, "turns": ["Which number comes after two?"]}]
+    out = list(load_source(SourceSpec(kind="mt_bench", path=str(_write(tmp_path / "t.jsonl", rows)))))
+    assert [o.id for o in out] == ["mt_bench-7", "mt_bench-row1"]
+
+
 def test_ids_that_need_no_change_stay_as_they_were():
     """Recorded row hashes (the quickstart's) depend on item ids."""
     assert safe_id("mmlu_pro", 70) == "mmlu_pro-70"

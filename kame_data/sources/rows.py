@@ -65,7 +65,9 @@ def numbered_rows(path: str | os.PathLike | None = None, hub: str | None = None,
     else:
         raise SourceError("a source needs `path` or `hub`")
     for line, row in rows:
-        yield line, (_not_text(row, label, line) or row) if isinstance(row, dict) else row
+        if isinstance(row, dict):
+            row = _not_text(row, label, line) or row
+        yield line, row
 
 
 def _not_text(row: dict, file: str, line: int) -> BadRow | None:
