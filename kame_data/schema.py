@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -36,6 +37,22 @@ def _validator(name: str) -> jsonschema.protocols.Validator:
     return cls(doc, registry=_registry())
 
 
+def _is_int(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+@lru_cache(maxsize=None)
+def _strict(cls: type) -> type:
+    return jsonschema.validators.extend(cls, type_checker=cls.TYPE_CHECKER.redefine("integer", _is_int))
+
+
+def data_validator(doc: dict) -> jsonschema.protocols.Validator:
+    """A validator for rows of data (benchmark rows), where an integer is an index: JSON `true`
+    and `1.0` are not integers here (the standard checker takes 1.0, and Python takes True as 1).
+    Schemas in `schemas/` can be referenced by file name."""
+    return _strict(jsonschema.validators.validator_for(doc))(doc, registry=_registry())
+
+
 def format_path(parts) -> str:
     """`["speak", "user", 0]` -> `speak.user[0]`."""
     out = ""
@@ -56,14 +73,39 @@ def _describe(err: jsonschema.ValidationError) -> tuple[str, str]:
     return format_path(path), err.message
 
 
-def validate(name: str, doc: Any, what: str | None = None) -> None:
-    """Raise SchemaError naming the first bad field of `doc` against schema `name`."""
-    errors = sorted(_validator(name).iter_errors(doc), key=lambda e: (list(e.absolute_path).__len__(), str(e.absolute_path)))
+def _best(validator: jsonschema.protocols.Validator, doc: Any) -> jsonschema.ValidationError | None:
+    errors = sorted(validator.iter_errors(doc), key=lambda e: (list(e.absolute_path).__len__(), str(e.absolute_path)))
     if not errors:
-        return
+        return None
     best = jsonschema.exceptions.best_match(errors)
     # oneOf/anyOf failures are reported through their most specific sub-error.
     while best.context:
         best = jsonschema.exceptions.best_match(best.context)
+    return best
+
+
+_SHORT = reprlib.Repr()  # keyword arguments need Python 3.12
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlist, _SHORT.maxdict = 2, 40, 40, 4, 4
+
+
+def first_problem(validator: jsonschema.protocols.Validator, doc: Any) -> tuple[str, str] | None:
+    """(path, message) of the first bad field of `doc`, or None. The offending value is quoted
+    shortened (a 5 MB string or a deep list gives a message of one short line)."""
+    best = _best(validator, doc)
+    if best is None:
+        return None
+    path, message = _describe(best)
+    if best.validator in ("maxItems", "maxProperties"):
+        message = f"{len(best.instance)} entries, more than {best.validator_value}"
+    elif len(message) > 120:
+        message = message.replace(repr(best.instance), _SHORT.repr(best.instance), 1)[:300]
+    return path, message
+
+
+def validate(name: str, doc: Any, what: str | None = None) -> None:
+    """Raise SchemaError naming the first bad field of `doc` against schema `name`."""
+    best = _best(_validator(name), doc)
+    if best is None:
+        return
     path, message = _describe(best)
     raise SchemaError(what or name, path, message)

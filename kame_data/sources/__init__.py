@@ -1,8 +1,10 @@
 """Source adapters: benchmark rows (hub or local files) -> SourceItem records or Rejects.
 
-`load_items` is the sources stage: parse every row, refuse what cannot be spoken (filters, each
-with a reason code), drop duplicates across sources, then take the recipe's stratified sample and
-set how many dialogues each item yields.
+`load_items` is the sources stage: check every row against its kind's schema (row_schemas.py),
+parse it, refuse what cannot be spoken (filters, each with a reason code), drop duplicates across
+sources, then take the recipe's stratified sample and set how many dialogues each item yields.
+One row that makes our code fail is a transient `internal_error` reject (the traceback goes to
+run.log) and reading goes on: a fixed version retries it.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from typing import Callable, Iterable
 from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
 from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
+from kame_data.sources.common import internal_error
 from kame_data.sources.filters import FilterConfig, check
-from kame_data.sources.rows import BadRow, SourceError, read_rows
+from kame_data.sources.row_schemas import RowSchema
+from kame_data.sources.rows import BadRow, SourceError, numbered_rows, where
 
 log = logging.getLogger(__name__)
 
@@ -53,27 +57,39 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None,
     """Items of one source in file order, each checked by the filters (a Reject with the reason
     when refused); rows outside `spec.categories` are skipped; stops after `spec.limit` accepted."""
     parse = parser_for(spec)
+    shape = RowSchema(spec.kind, dict(spec.fields or {}))
     filters = filters if filters is not None else filter_config(recipe)
     path = recipe.resolve(spec.path) if (recipe is not None and spec.path) else spec.path
+    file = str(path) if path is not None else str(spec.hub)
     wanted = {c.casefold() for c in spec.categories} if spec.categories else None
     accepted = 0
     bad = BadRows(spec, path)
     lines = 0
-    for index, row in enumerate(read_rows(path=path, hub=spec.hub, config=spec.config, split=spec.split)):
+    for index, (line, row) in enumerate(numbered_rows(path=path, hub=spec.hub, config=spec.config, split=spec.split)):
         lines = index + 1
         if isinstance(row, BadRow):  # counts in `index`: mending a line does not renumber the rows after it
             bad.add(row, lines)
             yield Reject("sources", row.where, row.reason, f"{row.file}:{row.line}: {row.detail}")
             continue
-        result = parse(row, index)
-        if isinstance(result, SourceItem):
-            if wanted is not None and result.category.casefold() not in wanted:
+        item_id = where(file, line)
+        try:
+            problem = shape.problem(row)
+            if problem is not None:
+                yield Reject("sources", item_id, "invalid_row", f"{file}:{line}: {problem}")
                 continue
-            if spec.license:
-                result = replace(result, license=spec.license)
-            flag = check(result, filters)
-            if flag is not None:
-                result = Reject("sources", result.id, flag.reason, flag.detail)
+            result = parse(row, index)
+            if isinstance(result, SourceItem):
+                item_id = result.id
+                if wanted is not None and result.category.casefold() not in wanted:
+                    continue
+                if spec.license:
+                    result = replace(result, license=spec.license)
+                flag = check(result, filters)
+                if flag is not None:
+                    result = Reject("sources", result.id, flag.reason, flag.detail)
+        except Exception as e:  # a bug of ours on one row: that row's reject, never the run's end
+            yield internal_error("sources", item_id, e, log)
+            continue
         yield result
         if isinstance(result, SourceItem):
             accepted += 1

@@ -248,6 +248,26 @@ def too_long(item: SourceItem, cfg: FilterConfig) -> Flag | None:
     return None
 
 
+# Spoken text has at least one word per this many characters of its source text, however much
+# markup the normaliser drops: a text longer than that for a whole turn is too long unread.
+CHARS_PER_WORD_BOUND = 40
+
+
+def oversized(item: SourceItem, cfg: FilterConfig) -> Flag | None:
+    """`too_long` told by length alone, before any filter normalises the text: a row with a
+    megabyte question is refused in microseconds (normalising it would take hours: the cost of the
+    normaliser grows faster than the text)."""
+    bound = int(cfg.max_seconds * cfg.words_per_second * CHARS_PER_WORD_BOUND)
+    named = [("question", item.question), ("answer", item.answer)]
+    named += [(f"option {k}", o) for k, o in enumerate(item.options, 1)]
+    named += [(f"follow-up {k}", f.question) for k, f in enumerate(item.followups, 1)]
+    named += [(f"follow-up {k} answer", f.answer) for k, f in enumerate(item.followups, 1)]
+    for which, text in named:
+        if len(text) > bound:
+            return Flag("too_long", f"{which}: {len(text)} characters, far more than {cfg.max_seconds:.0f} s can say")
+    return None
+
+
 FILTERS: dict[str, Callable[[SourceItem, FilterConfig], Flag | None]] = {
     "malformed_answer": malformed_answer,
     "not_english": not_english,
@@ -263,6 +283,8 @@ FILTERS: dict[str, Callable[[SourceItem, FilterConfig], Flag | None]] = {
 
 def check(item: SourceItem, cfg: FilterConfig) -> Flag | None:
     """The first filter that refuses the item, in FILTERS order; None if it is speakable."""
+    if "too_long" not in cfg.skip and (flag := oversized(item, cfg)) is not None:
+        return flag
     for name, fn in FILTERS.items():
         if name in cfg.skip:
             continue

@@ -20,7 +20,8 @@ _PADDING = {"", "N/A", "n/a"}
 
 
 def parse_row(row: dict, index: int) -> SourceItem | Reject:
-    qid = row.get("question_id", index)
+    qid = row.get("question_id")
+    qid = index if qid is None else qid  # null: a missing value (Parquet), not the id "None"
     item_id = safe_id(SOURCE, qid)
     question = str(row.get("question") or "").strip()
     raw = [str(o).strip() if o is not None else "" for o in (row.get("options") or [])]

@@ -23,7 +23,7 @@ def _strings(value: object) -> list[str]:
 
 
 def parse_row(row: dict, index: int) -> SourceItem | Reject:
-    native = row.get("question_id", row.get("prompt_id", f"row{index}"))
+    native = next((row[k] for k in ("question_id", "prompt_id") if row.get(k) is not None), f"row{index}")
     item_id = safe_id(SOURCE, native)
     turns = [t.strip() for t in _strings(row.get("turns", row.get("prompt")))]
     references = [r.strip() for r in _strings(row.get("reference"))]

@@ -1,8 +1,9 @@
 """Reading raw rows from local files or the Hugging Face hub.
 
-A line of a JSONL file that is not a row (not UTF-8, not JSON, cut short, not an object) comes
-out as a `BadRow` naming its file and line, not as an error: the sources step turns it into a
-reject and goes on, up to the source's `max_bad_rows`. A byte-order mark is simply skipped.
+A line of a JSONL file that is not a row (not UTF-8, not JSON, cut short, not an object, nested
+deeper than any benchmark row, or text with half a surrogate pair) comes out as a `BadRow` naming
+its file and line, not as an error: the sources step turns it into a reject and goes on, up to the
+source's `max_bad_rows`. A byte-order mark is simply skipped.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -25,24 +27,68 @@ class BadRow:
 
     file: str
     line: int  # 1-based line of a JSONL file, or element of a JSON list
-    reason: str  # invalid_utf8 | invalid_json | truncated_json | not_an_object
+    reason: str  # invalid_utf8 | invalid_json | truncated_json | not_an_object | too_deep | invalid_unicode
     detail: str
 
     @property
     def where(self) -> str:
-        return f"{Path(self.file).name}:{self.line}"
+        return where(self.file, self.line)
+
+
+def where(file: str, line: int) -> str:
+    """`name:line`, the id of a reject of a row that has no item id (yet)."""
+    return f"{Path(file).name}:{line}"
+
+
+# A benchmark row is two or three levels deep (a row, its options, a list of turns); anything far
+# deeper is not a row, and its repr or validation could exhaust Python's recursion limit.
+MAX_DEPTH = 32
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's "\\ud800" escapes decode to these; not text
 
 
 def read_rows(path: str | os.PathLike | None = None, hub: str | None = None, config: str | None = None,
               split: str | None = None) -> Iterator[dict | BadRow]:
     """Rows as dicts (and BadRows for malformed lines): from a local JSONL / JSON / Parquet
     file, or a hub id through `datasets`."""
+    for _, row in numbered_rows(path, hub, config, split):
+        yield row
+
+
+def numbered_rows(path: str | os.PathLike | None = None, hub: str | None = None, config: str | None = None,
+                  split: str | None = None) -> Iterator[tuple[int, dict | BadRow]]:
+    """(line, row) pairs: the 1-based line of a JSONL file, element of a JSON list, or row of a
+    Parquet file or hub split, so a reject of a row can name where it is."""
     if path is not None:
-        yield from _read_local(Path(path))
+        label, rows = str(path), _read_local(Path(path))
     elif hub is not None:
-        yield from _read_hub(hub, config, split)
+        label, rows = hub, enumerate(_read_hub(hub, config, split), 1)
     else:
         raise SourceError("a source needs `path` or `hub`")
+    for line, row in rows:
+        if isinstance(row, dict):
+            row = _not_text(row, label, line) or row
+        yield line, row
+
+
+def _not_text(row: dict, file: str, line: int) -> BadRow | None:
+    """A BadRow when `row` is nested deeper than MAX_DEPTH or holds a lone surrogate (which no
+    UTF-8 writer accepts); walked without recursion, so any depth is safe."""
+    stack: list[tuple[object, int]] = [(row, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return BadRow(file, line, "invalid_unicode", "a \\u escape of half a surrogate pair is not text")
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                return BadRow(file, line, "too_deep", f"nested more than {MAX_DEPTH} levels deep")
+            children = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+            stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_line(raw: bytes, file: str, lineno: int) -> dict | BadRow | None:
@@ -57,17 +103,22 @@ def parse_line(raw: bytes, file: str, lineno: int) -> dict | BadRow | None:
     if not line.strip():
         return None
     try:
-        row = json.loads(line)
+        row = json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as e:
         if e.pos >= len(line.rstrip()) or e.msg.startswith("Unterminated string"):
             return BadRow(file, lineno, "truncated_json", "the line ends before its JSON value is complete")
         return BadRow(file, lineno, "invalid_json", f"not valid JSON: {e.msg} at column {e.colno}")
+    except RecursionError:
+        return BadRow(file, lineno, "too_deep", f"nested more than {MAX_DEPTH} levels deep")
+    except ValueError as e:  # NaN / Infinity, or an integer of more digits than Python converts
+        text = "an integer of more than 4300 digits" if "digits" in str(e) else str(e)
+        return BadRow(file, lineno, "invalid_json", f"not valid JSON: {text}")
     if not isinstance(row, dict):
         return BadRow(file, lineno, "not_an_object", f"a JSON {type(row).__name__} where an object was expected")
     return row
 
 
-def _read_local(path: Path) -> Iterator[dict | BadRow]:
+def _read_local(path: Path) -> Iterator[tuple[int, dict | BadRow]]:
     if not path.is_file():
         raise SourceError(f"source file not found: {path}")
     suffix = "".join(path.suffixes[-1:]).lower()
@@ -76,8 +127,11 @@ def _read_local(path: Path) -> Iterator[dict | BadRow]:
         import pyarrow.parquet as pq
 
         try:
+            number = 0
             for batch in pq.ParquetFile(path).iter_batches(batch_size=1024):
-                yield from batch.to_pylist()
+                for row in batch.to_pylist():
+                    number += 1
+                    yield number, row
         except (pa.ArrowException, OSError) as e:
             raise SourceError(f"{path}: not a readable Parquet file: {e}") from e
     elif suffix == ".jsonl":
@@ -85,20 +139,24 @@ def _read_local(path: Path) -> Iterator[dict | BadRow]:
             for lineno, raw in enumerate(fh, 1):
                 row = parse_line(raw, str(path), lineno)
                 if row is not None:
-                    yield row
+                    yield lineno, row
     elif suffix == ".json":
         try:
-            data = json.loads(path.read_bytes().decode("utf-8-sig"))
+            data = json.loads(path.read_bytes().decode("utf-8-sig"), parse_constant=_refuse_constant)
         except UnicodeDecodeError as e:
             raise SourceError(f"{path}: byte {e.start} is not UTF-8 text") from e
         except json.JSONDecodeError as e:
             raise SourceError(f"{path}:{e.lineno}: not valid JSON: {e.msg}") from e
+        except RecursionError as e:  # one JSON document: nothing of it can be read
+            raise SourceError(f"{path}: not readable: JSON nested deeper than Python's reader goes") from e
+        except ValueError as e:
+            raise SourceError(f"{path}: not valid JSON: {e}"[:200]) from e
         if isinstance(data, dict):
             data = next((v for v in data.values() if isinstance(v, list)), None)
         if not isinstance(data, list):
             raise SourceError(f"{path}: expected a JSON list of objects")
         for index, row in enumerate(data, 1):
-            yield row if isinstance(row, dict) else BadRow(
+            yield index, row if isinstance(row, dict) else BadRow(
                 str(path), index, "not_an_object", f"element {index} is a JSON {type(row).__name__}, not an object")
     else:
         raise SourceError(f"{path}: unsupported file type {suffix!r} (use .jsonl, .json or .parquet)")

@@ -8,6 +8,7 @@ from itertools import zip_longest
 
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Reject, SourceItem
+from kame_data.sources.common import internal_error
 from kame_data.sources.filters import dedup_key
 from kame_data.sources.sampling import assign_variants, select
 from kame_data.step import Resources, Step
@@ -50,7 +51,11 @@ class SourcesStep(Step[SourceSpec, SourceItem | Reject]):
                 if isinstance(result, Reject):
                     rejects.append(result)
                     continue
-                key = dedup_key(result)
+                try:
+                    key = dedup_key(result)
+                except Exception as e:  # a normaliser bug on one item: that item's reject
+                    rejects.append(internal_error(self.name, result.id, e, log))
+                    continue
                 if result.id in seen_ids:
                     rejects.append(Reject("sources", result.id, "duplicate_id", "an earlier item has the same id"))
                 elif key in seen_text and "duplicate" not in self.filters.skip:
