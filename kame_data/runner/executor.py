@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
-from kame_data.errors import RunAbort
+from kame_data.errors import RunAbort, internal_error
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, digest
 from kame_data.scrub import scrub
@@ -21,8 +21,6 @@ from kame_data.step import Step
 from kame_data.workers import EngineCrashed
 
 log = logging.getLogger(__name__)
-
-INTERNAL_ERROR = "internal_error"  # the reason of a reject whose step raised on it
 
 
 def step_key(step: Step) -> str:
@@ -136,17 +134,6 @@ def _item_id(record: Any) -> str:
     return str(getattr(record, "id", "?"))
 
 
-def internal_error(step: str, record: Any, error: BaseException) -> Reject:
-    """The reject of an input its step raised on: transient, so it is not checkpointed and the
-    next run (with the bug fixed) tries it again. The traceback goes to run.log only."""
-    rid = _item_id(record)
-    detail = scrub(f"{type(error).__name__}: {error}")[:500]
-    log.info("step %s raised on item %s", step, rid, exc_info=error)
-    log.warning("step %s failed on item %s (%s); the item is rejected as %s and the run goes on "
-                "(traceback in run.log)", step, rid, detail, INTERNAL_ERROR)
-    return Reject(step, rid, INTERNAL_ERROR, detail, transient=True)
-
-
 def run_isolated(step: Step, keyed: list[Keyed]) -> list[list[Any]]:
     """`step.run` over the records of `keyed`, one group per input. An exception that is not a
     RunAbort (a bug, or an input no one foresaw) must cost only the input that caused it: the
@@ -161,7 +148,7 @@ def run_isolated(step: Step, keyed: list[Keyed]) -> list[list[Any]]:
         raise
     except Exception as e:  # noqa: BLE001 - isolated below
         if len(records) == 1:
-            return [[internal_error(step.name, records[0], e)]]
+            return [[internal_error(step.name, _item_id(records[0]), e, log)]]
         log.info("step %s raised on a batch of %d (%s: %s); running its inputs one at a time", step.name,
                  len(records), type(e).__name__, scrub(str(e))[:200])
     groups: list[list[Any]] = []

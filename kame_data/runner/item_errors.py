@@ -12,8 +12,8 @@ import math
 from collections import Counter
 from typing import Iterable
 
+from kame_data.errors import INTERNAL_ERROR
 from kame_data.records import Reject
-from kame_data.runner.executor import INTERNAL_ERROR
 
 DEFAULT_SHARE = 0.01
 DEFAULT_FLOOR = 20

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
-
-from kame_data.records import Reject
-from kame_data.scrub import scrub
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 MAX_NATIVE = 64  # characters of a native id kept as is; ids become file names (`<id>-v0.wav`)
@@ -33,10 +29,3 @@ def safe_id(source: str, native: object) -> str:
 def text_id(source: str, text: str) -> str:
     """A stable id for sources without native ids: a hash of the question text."""
     return f"{source}-{hashlib.sha1(text.strip().encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
-
-
-def internal_error(stage: str, item_id: str, error: Exception, log: logging.Logger) -> Reject:
-    """The reject of one item our code failed on: transient (a fixed version retries it), with
-    the exception's type and scrubbed message; the traceback goes to the log (run.log)."""
-    log.exception("%s: %s failed", stage, item_id)
-    return Reject(stage, item_id, "internal_error", f"{type(error).__name__}: {scrub(error)}"[:300], transient=True)

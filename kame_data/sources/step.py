@@ -6,9 +6,9 @@ import logging
 from dataclasses import asdict, replace
 from itertools import zip_longest
 
+from kame_data.errors import internal_error
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Reject, SourceItem
-from kame_data.sources.common import internal_error
 from kame_data.sources.filters import dedup_key
 from kame_data.sources.sampling import assign_variants, select
 from kame_data.step import Resources, Step
