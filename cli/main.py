@@ -92,17 +92,23 @@ def run(
 
     Example:  kame-data run recipes/quickstart.yaml --out out/quickstart --limit 2
     """
-    from kame_data.dataset.folder import DatasetError
+    from kame_data.dataset.layout import DatasetError
+    from kame_data.dataset.owner import refuse_if_busy
     from kame_data.recipe import RecipeError, load_recipe
-    from kame_data.runner import RunError, run_recipe
-    from kame_data.sources.rows import SourceError
-    from kame_data.storage import StorageError
 
     try:
         r = load_recipe(recipe)
     except RecipeError as e:
         _fail(str(e))
     out_dir = out or Path("out") / r.name
+    try:
+        refuse_if_busy(out_dir)  # at once, before the runner's modules load
+    except DatasetError as e:
+        _fail(str(e), 1)
+    from kame_data.runner import RunError, run_recipe
+    from kame_data.sources.rows import SourceError
+    from kame_data.storage import StorageError
+
     runtime_env = None
     if ray_runtime_env is not None:
         from kame_data.recipe import read_yaml_mapping

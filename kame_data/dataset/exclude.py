@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from kame_data.atomic import write_json, write_jsonl, write_text
 from kame_data.dataset.card import write_card
 from kame_data.dataset.folder import EXCLUSIONS, MANIFEST, REJECTS, DatasetDir, DatasetError, Shard
-from kame_data.dataset.owner import IDENTITY, FolderLock
+from kame_data.dataset.owner import IDENTITY, LOCK, FolderLock
 from kame_data.dataset.shards import (
     ROW_GROUP_ROWS,
     STAGING,
@@ -162,7 +162,7 @@ def exclude_rows(out: str | Path, notes: dict[str, str], dest: str | Path | None
     ds = DatasetDir.open(out, check_shards=True)
     dest = Path(dest) if dest is not None else ds.root
     in_place = dest.resolve() == ds.root.resolve()
-    if not in_place and dest.exists() and any(dest.iterdir()):
+    if not in_place and dest.exists() and any(p.name != LOCK for p in dest.iterdir()):
         raise DatasetError(f"{dest} exists and is not empty: publish into a new folder, or omit --to to rewrite in place")
     with FolderLock.acquire(ds.root, "publish --exclude"):
         ds = DatasetDir.open(out, check_shards=True)  # as it is now that no run can change it

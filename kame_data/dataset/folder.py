@@ -17,26 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from kame_data.dataset.layout import EXCLUSIONS, MANIFEST, REJECTS, DatasetError  # noqa: F401 - re-exported
 from kame_data.dataset.shards import sha256_file, shard_split
 from kame_data.dataset.stats import EVENT_COLUMNS, ROW_COLUMNS, RowStats
 from kame_data.schema import SchemaError, validate
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
-REJECTS = "rejects.jsonl"
-EXCLUSIONS = "exclusions.jsonl"  # rows a reviewer left out (`publish --exclude`); a rerun keeps them out
 BATCH_ROWS = 16  # rows decoded at a time, whatever the shard size
 META_COLUMNS = ("id", "item_id", "source", "category", "variant", "duration", "turns", "words", "oracle")  # no audio
-
-
-class DatasetError(ValueError):
-    """The folder is not a usable dataset, or does not have what was asked of it (a split, an id,
-    a filter); the message says what to do. `field` names the part at fault, e.g. `manifest.json`."""
-
-    def __init__(self, message: str, field: str = ""):
-        super().__init__(message)
-        self.message, self.field = message, field
 
 
 @dataclass(frozen=True)

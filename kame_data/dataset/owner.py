@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from kame_data.atomic import write_json
-from kame_data.dataset.folder import EXCLUSIONS, MANIFEST, REJECTS, DatasetError
+from kame_data.dataset.layout import EXCLUSIONS, MANIFEST, REJECTS, DatasetError
 
 LOCK = ".lock"
 IDENTITY = ".identity.json"
 PROGRESS = "progress.json"
 UNKNOWN: dict[str, Any] = {"unknown": True}  # lock_holder's answer when it cannot tell
-ACQUIRE_S = 0.5  # rides out `kame-data status` probing the lock at the same moment
+ACQUIRE_S = 0.2  # rides out `kame-data status` probing the lock at the same moment
 # What --force deletes of another recipe's dataset (the checkpoints stay: they are keyed by each
 # stage's config, so they never leak into another recipe's rows, and they may be worth reusing).
 REPLACED = ("data", "assets", ".staging", MANIFEST, "README.md", REJECTS, EXCLUSIONS, PROGRESS,
@@ -65,6 +65,12 @@ def _read_info(fd: int) -> dict[str, Any]:
     return info if isinstance(info, dict) else {}
 
 
+def _busy(out: Path, holder: dict[str, Any]) -> FolderBusy:
+    return FolderBusy(f"{out} is in use by {describe_holder(holder)}: wait for it to end (or stop it), or write to "
+                      "another --out; two writers into one folder would pay for the same work twice and mix their "
+                      "files")
+
+
 class FolderLock:
     """The exclusive lock on OUT, held from `acquire` to `release` (or the end of the process)."""
 
@@ -88,11 +94,9 @@ class FolderLock:
                 if time.monotonic() < deadline:
                     time.sleep(0.05)
                     continue
-                holder = describe_holder(_read_info(fd))
+                info = _read_info(fd)
                 os.close(fd)
-                raise FolderBusy(f"{out} is in use by {holder}: wait for it to end (or stop it), or write to "
-                                 "another --out; two writers into one folder would pay for the same work twice "
-                                 "and mix their files") from None
+                raise _busy(out, info) from None
             except OSError as e:
                 if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
                     os.close(fd)
@@ -133,6 +137,14 @@ def lock_holder(out: str | Path) -> dict[str, Any] | None:
     finally:
         os.close(fd)
     return None
+
+
+def refuse_if_busy(out: str | Path) -> None:
+    """Raise FolderBusy now if a live process holds OUT's lock: the CLI asks this before it loads
+    the heavy modules; `FolderLock.acquire` remains the one that decides."""
+    holder = lock_holder(out)
+    if holder is not None and holder is not UNKNOWN:
+        raise _busy(Path(out), holder)
 
 
 def _json(path: Path) -> dict[str, Any]:
