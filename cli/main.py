@@ -147,7 +147,8 @@ def run(
 def status(out: Path = typer.Argument(..., help="An output folder of `kame-data run` (finished or not).")) -> None:
     """How far a run got, per stage: inputs seen, outputs, items computed (vs. read from
     checkpoints), of those retried (their earlier result was transient), and transient results;
-    then the rejects, final and transient (a rerun of the same command retries the transient ones)."""
+    then the rejects, final and transient (a rerun of the same command retries the transient ones).
+    A run that says it is running but no longer holds OUT's lock is shown [crashed or killed]."""
     from kame_data.runner.status import DEAD, read_status
 
     try:

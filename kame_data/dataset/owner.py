@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kame_data.atomic import write_json
-from kame_data.dataset.layout import EXCLUSIONS, MANIFEST, REJECTS, DatasetError
+from kame_data.dataset.layout import MANIFEST, DatasetError
 
 LOCK = ".lock"
 IDENTITY = ".identity.json"
@@ -32,8 +32,8 @@ UNKNOWN: dict[str, Any] = {"unknown": True}  # lock_holder's answer when it cann
 ACQUIRE_S = 0.2  # rides out `kame-data status` probing the lock at the same moment
 # What --force deletes of another recipe's dataset (the checkpoints stay: they are keyed by each
 # stage's config, so they never leak into another recipe's rows, and they may be worth reusing).
-REPLACED = ("data", "assets", ".staging", MANIFEST, "README.md", REJECTS, EXCLUSIONS, PROGRESS,
-            "items.jsonl", "scripts.jsonl", "rendered.jsonl", "samples.jsonl")
+# Top-level *.jsonl files go too: rejects, review exclusions and what `--until` wrote.
+REPLACED = ("data", "assets", ".staging", MANIFEST, "README.md", PROGRESS)
 
 
 class FolderBusy(DatasetError):
@@ -188,8 +188,7 @@ def claim_folder(out: str | Path, recipe: str, force: bool = False) -> None:
             raise FolderClaimed(f"{out} holds the output of recipe {owner!r}, not {recipe!r}: write to another "
                                 f"--out, or add --force to replace it (--force deletes the dataset of {owner!r} there: "
                                 "data/, manifest.json, the card, rejects and review exclusions; checkpoints stay)")
-        for name in REPLACED:
-            target = out / name
+        for target in [out / name for name in REPLACED] + sorted(out.glob("*.jsonl")):
             if target.is_dir() and not target.is_symlink():
                 shutil.rmtree(target)
             else:
