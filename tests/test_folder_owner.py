@@ -120,13 +120,13 @@ def test_a_folder_from_before_identity_files_is_known_by_its_manifest(tiny):
 def test_validate_notices_a_folder_of_two_recipes(tiny):
     validate_dataset(tiny)
     (tiny / IDENTITY).write_text(json.dumps({"recipe": "other"}))
-    with pytest.raises(DatasetInvalid, match=r"says the folder is recipe 'other'.*manifest.json is recipe 'tiny'"):
+    with pytest.raises(DatasetInvalid, match=r"says the folder belongs to recipe 'other', manifest.json to recipe 'tiny'"):
         validate_dataset(tiny)
     (tiny / IDENTITY).unlink()
     # what another recipe's `--until script` left in a folder before the guard: its progress.json
     (tiny / "progress.json").write_text(json.dumps({"recipe": "other", "state": "done", "stages": {}}))
     r = cli("validate", str(tiny))
-    assert r.returncode == 1 and "progress.json says the folder is recipe 'other'" in error_line(r)
+    assert r.returncode == 1 and "progress.json says the folder belongs to recipe 'other'" in error_line(r)
 
 
 # ---------- exclusions are state ----------

@@ -173,8 +173,8 @@ def identity_mismatch(out: str | Path, manifest: dict[str, Any]) -> str | None:
     for file, key in ((IDENTITY, "recipe"), (PROGRESS, "recipe")):
         other = _json(out / file).get(key)
         if isinstance(other, str) and name and other != name:
-            return (f"{file} says the folder is recipe {other!r}'s, manifest.json is recipe {name!r}'s: two recipes "
-                    f"ran into {out}; rerun one of them into a new folder (or with --force)")
+            return (f"{file} says the folder belongs to recipe {other!r}, manifest.json to recipe {name!r}: two "
+                    f"recipes ran into {out}; rerun one of them into a new folder (or with --force)")
     return None
 
 
