@@ -66,6 +66,8 @@ def run(
                                                    "that ships kame_data to every node."),
     ray_actors: int = typer.Option(1, "--ray-actors", min=1, help="Ray actors per step, spread over the "
                                    "cluster's nodes (about one per node for the speak step)."),
+    force: bool = typer.Option(False, "--force", help="OUT holds another recipe's output: delete it (data/, "
+                               "manifest, card, rejects, review exclusions; checkpoints stay) and run there."),
 ) -> None:
     """Run a recipe end to end: sources -> script -> speak -> oracle -> publish.
 
@@ -73,7 +75,10 @@ def run(
     card), OUT/manifest.json, OUT/rejects.jsonl (every dropped item with a reason code) and
     OUT/run.log. Each stage's result per item is checkpointed in OUT/.checkpoints: after a crash
     or kill, the same command resumes; after a config change only the changed stage and the
-    later ones are recomputed.
+    later ones are recomputed. Rows left out with `publish --exclude` stay out.
+
+    One run owns OUT at a time: a second one into it is refused at once, naming the first. OUT
+    belongs to its recipe (by name): another recipe into it is refused unless --force.
 
     With --until, stop early and read the output, e.g. every spoken script of a benchmark in
     seconds, before paying for speech and LLM calls:
@@ -87,34 +92,39 @@ def run(
 
     Example:  kame-data run recipes/quickstart.yaml --out out/quickstart --limit 2
     """
+    from kame_data.dataset.layout import DatasetError
+    from kame_data.dataset.owner import refuse_if_busy
     from kame_data.recipe import RecipeError, load_recipe
-    from kame_data.runner import RunError, run_recipe
-    from kame_data.sources.rows import SourceError
-    from kame_data.storage import StorageError
 
     try:
         r = load_recipe(recipe)
     except RecipeError as e:
         _fail(str(e))
     out_dir = out or Path("out") / r.name
+    try:
+        refuse_if_busy(out_dir)  # at once, before the runner's modules load
+    except DatasetError as e:
+        _fail(str(e), 1)
+    from kame_data.runner import RunError, run_recipe
+    from kame_data.sources.rows import SourceError
+    from kame_data.storage import StorageError
+
     runtime_env = None
     if ray_runtime_env is not None:
-        import yaml
+        from kame_data.recipe import read_yaml_mapping
 
         try:
-            runtime_env = yaml.safe_load(ray_runtime_env.read_text("utf-8")) or {}
-        except (OSError, yaml.YAMLError) as e:
-            _fail(f"--ray-runtime-env {ray_runtime_env}: {e}")
-        if not isinstance(runtime_env, dict):
-            _fail(f"--ray-runtime-env {ray_runtime_env}: expected a mapping (pip, env_vars, …)")
+            runtime_env = read_yaml_mapping(ray_runtime_env, what="a runtime_env (pip, env_vars, …)")
+        except RecipeError as e:
+            _fail(f"--ray-runtime-env {e}")
     _console_logging()
     t0 = time.perf_counter()
     try:
         result = run_recipe(r, out_dir, limit=limit, progress=_tqdm_factory(quiet), use_cache=not no_cache,
                             executor=executor, ray_address=ray_address, resume=not no_resume, until=until,
                             checkpoints=checkpoints, llm_cache=llm_cache, ray_runtime_env=runtime_env,
-                            ray_actors=ray_actors)
-    except (RunError, SourceError, RecipeError, StorageError) as e:
+                            ray_actors=ray_actors, force=force)
+    except (RunError, SourceError, RecipeError, StorageError, DatasetError) as e:
         _fail(str(e), 1)
     except Exception as e:  # noqa: BLE001 - a bug or an unforeseen failure: one line here, the traceback in run.log
         _fail(f"{type(e).__name__}: {scrub(e)} (the traceback is in {out_dir / 'run.log'})", 1)
@@ -137,15 +147,22 @@ def run(
 def status(out: Path = typer.Argument(..., help="An output folder of `kame-data run` (finished or not).")) -> None:
     """How far a run got, per stage: inputs seen, outputs, items computed (vs. read from
     checkpoints), of those retried (their earlier result was transient), and transient results;
-    then the rejects, final and transient (a rerun of the same command retries the transient ones)."""
+    then the rejects, final and transient (a rerun of the same command retries the transient ones).
+    A run that says it is running but no longer holds OUT's lock is shown [crashed or killed]."""
     from kame_data.runner.progress import describe_llm
-    from kame_data.runner.status import read_status
+    from kame_data.runner.status import DEAD, read_status
 
     try:
         st = read_status(out)
     except FileNotFoundError as e:
         _fail(str(e), 1)
     typer.echo(f"{out}: {st['recipe']} [{st['state']}] ({st['executor']} executor), {st['items']} items")
+    if st["state"] == DEAD:
+        last = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(st.get("updated", st["started"])))
+        typer.echo(f"  the run (pid {st.get('pid', '?')}) ended without finishing; last update {last}: rerun the "
+                   "same command to resume (finished items are checkpointed)")
+    if st.get("held_by"):
+        typer.echo(f"  {out} is in use by {st['held_by']}")
     for name, s in st["stages"].items():
         typer.echo(f"  {name:>7}: {s['inputs']:>6} in  {s['outputs']:>6} out  {s['computed']:>6} computed  "
                    f"{s.get('retried', 0):>4} retried  {s.get('transient', 0):>4} transient  "

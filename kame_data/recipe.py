@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -93,20 +94,92 @@ def find_recipe(ref: str | Path, error: type[Exception] = RecipeError, example: 
     raise error(f"recipe not found: {ref} (give a YAML path, or a bundled name such as {example!r})")
 
 
-def read_yaml_mapping(path: Path, error: type[Exception] = RecipeError) -> dict:
+# Names become folders (`out/<name>`, `out/train/<name>`): one plain path component, never `..`.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+# What a YAML file's aliases may add to it when expanded. A recipe holds a few hundred nodes in all;
+# nested aliases ("billion laughs") make 614 bytes into 10**9 nodes once anything walks them.
+MAX_ALIAS_NODES = 100_000
+
+
+class YamlBombError(yaml.YAMLError):
+    """A YAML document whose aliases expand past MAX_ALIAS_NODES, or contain themselves."""
+
+
+def _expanded_size(root: yaml.Node) -> tuple[int, int]:
+    """(nodes once every alias is expanded, distinct nodes), counted without expanding anything."""
+    sizes: dict[int, int] = {}
+    open_: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_:
+            raise YamlBombError("an alias refers to a node that contains it")
+        open_.add(key)
+        if isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = node.value if isinstance(node, yaml.SequenceNode) else []
+        sizes[key] = 1 + sum(size(c) for c in children)
+        open_.discard(key)
+        return sizes[key]
+
+    return size(root), len(sizes)
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that measures a document's expanded size before building it."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        expanded, distinct = _expanded_size(node)
+        if expanded > distinct + MAX_ALIAS_NODES:
+            raise YamlBombError(f"its aliases expand it to {expanded:,} nodes (at most {MAX_ALIAS_NODES:,} more "
+                                f"than the {distinct:,} written): a YAML alias bomb? Write the values out")
+        return super().construct_document(node)
+
+
+def safe_yaml(text: str) -> Any:
+    """yaml.safe_load with alias expansion bounded: every YAML file kame-data reads goes through here."""
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except RecursionError:
+        raise YamlBombError("nested too deeply") from None
+    finally:
+        loader.dispose()
+
+
+def read_yaml_mapping(path: Path, error: type[Exception] = RecipeError, what: str = "a recipe") -> dict:
     """A YAML file whose top level is a mapping; `error` names the file and what is wrong."""
     try:
-        raw = yaml.safe_load(path.read_text("utf-8"))
+        raw = safe_yaml(path.read_text("utf-8"))
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text (byte {e.object[e.start]:#04x} at offset {e.start}); "
+                    "save it as UTF-8") from None
+    except OSError as e:
+        raise error(f"{path}: cannot be read: {e.strerror or e}") from None
+    except YamlBombError as e:
+        raise error(f"{path}: refused: {e}") from None
     except yaml.YAMLError as e:
         raise error(f"{path}: not valid YAML: {e}") from e
     if not isinstance(raw, dict):
-        raise error(f"{path}: a recipe is a YAML mapping, got {type(raw).__name__}")
+        raise error(f"{path}: {what} is a YAML mapping, got {type(raw).__name__}")
     return raw
+
+
+def check_name(name: Any, where: str, error: type[Exception] = RecipeError) -> None:
+    """A recipe's `name` names its default output folder, so it must be one plain folder name."""
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise error(f"{where}: name {name!r} must be a plain folder name (letters, digits, '.', '_' and '-', "
+                    "starting with a letter or digit, at most 100 characters): it names the output folder out/<name>")
 
 
 def load_recipe(ref: str | Path) -> Recipe:
     path = find_recipe(ref)
     raw = read_yaml_mapping(path)
+    if isinstance(raw.get("name"), str):
+        check_name(raw["name"], f"recipe {path}")
     try:
         validate("recipe", raw, what=f"recipe {path.name}")
     except SchemaError as e:

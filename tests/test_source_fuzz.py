@@ -251,11 +251,6 @@ def test_hostile_rows_of_every_kind_through_the_sources_stage(hostile, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(reason="issue 23, other parts: the normaliser fails on signed fractions with units "
-                          "('+-7/8 in': say_number int('7/8')) in text the filters do not read (a worked "
-                          "explanation), and a script-stage exception on one item ends the run until the "
-                          "executor isolates items (runner/executor.py apply_step); either fix lets it pass",
-                   strict=False)
 def test_hostile_rows_of_every_kind_run_to_the_script_stage(hostile, tmp_path):
     """Issue 23, acceptance 1: exit 0, and every row a dialogue (OUT/scripts.jsonl, by item id) or
     a reject with a reason: the rows written equal the sources rejects plus the items the script

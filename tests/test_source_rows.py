@@ -176,7 +176,7 @@ def test_a_bug_on_one_row_is_a_transient_reject_and_reading_goes_on(tmp_path, fi
     monkeypatch.setattr(step, "dedup_key", dedup_key)
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"name: one\nsources: [{{kind: gsm8k, path: {fixtures_dir / 'gsm8k_test_200.jsonl'}}}]\n")
-    with caplog.at_level(logging.ERROR, logger="kame_data"):
+    with caplog.at_level(logging.INFO, logger="kame_data"):
         items, rejects = load_items(load_recipe(recipe))
     errors = [r for r in rejects if r.reason == "internal_error"]
     assert [(r.stage, r.transient) for r in errors] == [("sources", True), ("sources", True)]
@@ -185,8 +185,11 @@ def test_a_bug_on_one_row_is_a_transient_reject_and_reading_goes_on(tmp_path, fi
     assert by_type["IndexError"].detail == "IndexError: list index out of range"
     assert all(r.id.startswith("gsm8k-") for r in errors)
     assert len(items) + len(rejects) == 200 and Counter(r.reason for r in rejects) == {"internal_error": 2, "too_long": 1}
-    logged = [rec for rec in caplog.records if rec.exc_info and "failed" in rec.getMessage()]
+    # The traceback goes to the log (run.log), the console gets one warning line per item.
+    logged = [rec for rec in caplog.records if rec.exc_info and "raised on" in rec.getMessage()]
     assert len(logged) == 2 and {rec.exc_info[0] for rec in logged} == {ValueError, IndexError}
+    assert sum(rec.levelno == logging.WARNING and not rec.exc_info for rec in caplog.records
+               if "internal_error" in rec.getMessage()) == 2
 
 
 def _raw_ids(n: int = 1000) -> list:

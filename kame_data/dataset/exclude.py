@@ -6,6 +6,10 @@ laid out exactly as a run would lay it out. rejects.jsonl, the card and the mani
 rows, bytes and sha256, counts, statistics) follow, the manifest last, so that `kame-data
 validate` holds afterwards. Excluded rows become `flagged_in_review` rejects: nothing
 disappears without a record.
+
+The exclusions are part of the dataset's state: OUT/exclusions.jsonl keeps them (id and note), and
+`kame-data run` into the folder keeps those rows out and their rejects in. The folder's lock is
+held throughout, so no run writes it meanwhile.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kame_data.atomic import write_json, write_text
+from kame_data.atomic import write_json, write_jsonl, write_text
 from kame_data.dataset.card import write_card
-from kame_data.dataset.folder import MANIFEST, REJECTS, DatasetDir, DatasetError, Shard
+from kame_data.dataset.folder import EXCLUSIONS, MANIFEST, REJECTS, DatasetDir, DatasetError, Shard
+from kame_data.dataset.owner import IDENTITY, LOCK, FolderLock
 from kame_data.dataset.shards import (
     ROW_GROUP_ROWS,
     STAGING,
@@ -33,12 +38,38 @@ from kame_data.dataset.shards import (
     fresh_staging,
     install_shards,
 )
+from kame_data.records import Reject
 from kame_data.schema import validate
 
 log = logging.getLogger(__name__)
 
 REASON = "flagged_in_review"
-_COPIED = ("run.log",)  # other top-level files a copy (--to) keeps as they are
+_COPIED = ("run.log", IDENTITY)  # other top-level files a copy (--to) keeps as they are
+
+
+def read_exclusions(out: str | Path) -> dict[str, str]:
+    """OUT/exclusions.jsonl: excluded row id -> the reviewer's note ({} when there is none)."""
+    path = Path(out) / EXCLUSIONS
+    if not path.is_file():
+        return {}
+    notes: dict[str, str] = {}
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        try:
+            entry = json.loads(line) if line.strip() else None
+        except json.JSONDecodeError:
+            entry = False
+        if entry is None:
+            continue
+        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str) and isinstance(entry.get("note", ""), str)):
+            raise DatasetError(f"{path} line {n} is not {{\"id\": ..., \"note\": ...}}: fix or delete that line "
+                               "(deleting it lets that row back into the dataset on the next run)", EXCLUSIONS)
+        notes[entry["id"]] = entry.get("note", "")
+    return notes
+
+
+def review_rejects(notes: dict[str, str]) -> list[Reject]:
+    """The `flagged_in_review` reject of each excluded row, with the reviewer's note."""
+    return [Reject("review", rid, REASON, note or "flagged by a reviewer") for rid, note in notes.items()]
 
 
 @dataclass
@@ -131,8 +162,18 @@ def exclude_rows(out: str | Path, notes: dict[str, str], dest: str | Path | None
     ds = DatasetDir.open(out, check_shards=True)
     dest = Path(dest) if dest is not None else ds.root
     in_place = dest.resolve() == ds.root.resolve()
-    if not in_place and dest.exists() and any(dest.iterdir()):
+    if not in_place and dest.exists() and any(p.name != LOCK for p in dest.iterdir()):
         raise DatasetError(f"{dest} exists and is not empty: publish into a new folder, or omit --to to rewrite in place")
+    with FolderLock.acquire(ds.root, "publish --exclude"):
+        ds = DatasetDir.open(out, check_shards=True)  # as it is now that no run can change it
+        if in_place:
+            return _exclude(ds, notes, dest, in_place)
+        with FolderLock.acquire(dest, "publish --exclude"):
+            return _exclude(ds, notes, dest, in_place)
+
+
+def _exclude(ds: DatasetDir, notes: dict[str, str], dest: Path, in_place: bool) -> Exclusion:
+    ds.verify_checksums()  # a damaged shard rewritten here would get a fresh, matching checksum
     plan = _plan(ds, set(notes))
     found = [rid for p in plan for rid in p.hits]
     unknown = sorted(set(notes) - set(found))
@@ -150,11 +191,14 @@ def exclude_rows(out: str | Path, notes: dict[str, str], dest: str | Path | None
         staged = _stage(ds, plan, dest, in_place)
         shards = describe_shards(staged)
         manifest = _manifest_without(ds, shards, found)
-        rejects = [{"stage": "review", "id": rid, "reason": REASON, "detail": notes[rid] or "flagged by a reviewer"}
-                   for rid in found]
+        rejects = [{"stage": r.stage, "id": r.id, "reason": r.reason, "detail": r.detail}
+                   for r in review_rejects({rid: notes[rid] for rid in found})]
         for r in rejects:
             validate("reject", r)
-        # Everything is computed and staged: only renames and small writes from here on.
+        # Everything is computed and staged: only renames and small writes from here on. The
+        # exclusions first, so that from here on any run keeps these rows out.
+        kept_out = {**read_exclusions(ds.root), **{rid: notes[rid] for rid in found}}
+        write_jsonl(dest / EXCLUSIONS, ({"id": rid, "note": note} for rid, note in kept_out.items()))
         install_shards(dest, staged, shards)
     finally:
         shutil.rmtree(dest / STAGING, ignore_errors=True)

@@ -59,6 +59,13 @@ def safe_stem(row_id: str) -> str:
     return f"{cleaned or 'row'}-{digest}"
 
 
+def _open(out_dir: str | Path) -> DatasetDir:
+    """The dataset, its shards checked against their checksums before a file is written."""
+    ds = DatasetDir.open(out_dir)
+    ds.verify_checksums()
+    return ds
+
+
 def iter_rows(ds: DatasetDir, split: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
     """(split, row) for every row of the dataset (of `split`), shard by shard, a few rows at a time."""
     if split is not None and split not in ds.splits:
@@ -132,7 +139,7 @@ def _split_dirs(ds: DatasetDir, dest: Path, split: str | None) -> dict[str, Path
 
 def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None) -> ExportReport:
     """Write the kame_finetune layout (audio/, text/, oracle_raw/) for one split or every split."""
-    ds, dest = DatasetDir.open(out_dir), Path(dest)
+    ds, dest = _open(out_dir), Path(dest)
     dirs = _split_dirs(ds, dest, split)
     stems = {s: _Stems() for s in dirs}
     counts: dict[str, int] = {}
@@ -168,7 +175,7 @@ def export_moshi_finetune(out_dir: str | Path, dest: str | Path, split: str | No
     Paths in the index are relative to DEST unless `absolute_paths` (moshi-finetune opens them
     from its working directory, so absolute paths avoid depending on where training starts).
     """
-    ds, dest = DatasetDir.open(out_dir), Path(dest)
+    ds, dest = _open(out_dir), Path(dest)
     stems = _Stems()
     index: dict[str, list[dict[str, Any]]] = {}
     for sp, row in iter_rows(ds, split):

@@ -17,25 +17,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from kame_data.dataset.shards import shard_split
+from kame_data.dataset.layout import EXCLUSIONS, MANIFEST, REJECTS, DatasetError  # noqa: F401 - re-exported
+from kame_data.dataset.shards import sha256_file, shard_split
 from kame_data.dataset.stats import EVENT_COLUMNS, ROW_COLUMNS, RowStats
 from kame_data.schema import SchemaError, validate
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
-REJECTS = "rejects.jsonl"
 BATCH_ROWS = 16  # rows decoded at a time, whatever the shard size
 META_COLUMNS = ("id", "item_id", "source", "category", "variant", "duration", "turns", "words", "oracle")  # no audio
-
-
-class DatasetError(ValueError):
-    """The folder is not a usable dataset, or does not have what was asked of it (a split, an id,
-    a filter); the message says what to do. `field` names the part at fault, e.g. `manifest.json`."""
-
-    def __init__(self, message: str, field: str = ""):
-        super().__init__(message)
-        self.message, self.field = message, field
 
 
 @dataclass(frozen=True)
@@ -112,9 +102,28 @@ class DatasetDir:
             every = [Shard(f"data/{p.name}", split, p) for p in sorted((self.root / "data").glob("*.parquet"))
                      if (split := shard_split(p.name))]
         else:
-            every = [Shard(s["path"], s["split"], self.root / s["path"], s.get("rows"), s.get("sha256"))
-                     for s in self.manifest["shards"]]
+            every = [self._listed(s) for s in self.manifest["shards"]]
         return [s for s in every if split is None or s.split == split]
+
+    def _listed(self, entry: Any) -> Shard:
+        """A manifest's shard entry, refused unless it names a shard file under data/ of its own
+        split: the split names folders of an export, the path is opened, so neither may leave ROOT."""
+        path, split = (entry.get("path"), entry.get("split")) if isinstance(entry, dict) else (None, None)
+        name = Path(path).name if isinstance(path, str) else ""
+        if not isinstance(split, str) or path != f"data/{name}" or shard_split(name) != split:
+            raise DatasetError(f"{self.root / MANIFEST}: shard entry path={path!r} split={split!r} is not "
+                               "data/<split>-NNNNN-of-NNNNN.parquet with a split of a-z, 0-9 and _: refusing to "
+                               "use it (was the manifest edited?)", f"{MANIFEST}:shards")
+        return Shard(path, split, self.root / path, entry.get("rows"), entry.get("sha256"))
+
+    def verify_checksums(self) -> None:
+        """Every shard's bytes against the sha256 the manifest lists (streamed), before a command
+        reads rows: a shard damaged in place, even at the same length, is named instead of used."""
+        for shard in self.shards():
+            if shard.sha256 and sha256_file(self._present(shard)) != shard.sha256:
+                raise DatasetError(f"shard {shard.name} does not match its sha256 in {self.root / MANIFEST} (damaged "
+                                   f"or changed since it was written): rerun the `kame-data run` command that made "
+                                   f"{self.root} to rewrite it", shard.name)
 
     def stray_shards(self) -> list[str]:
         """Parquet files under data/ that the manifest does not list (sorted)."""

@@ -68,18 +68,20 @@ def push_dataset(out_dir: str | Path, repo_id: str, private: bool | None = None,
     if _offline():
         raise PushError("HF_HUB_OFFLINE is set: pushing needs the network; unset HF_HUB_OFFLINE to push")
     try:
-        DatasetDir.open(out)
+        ds = DatasetDir.open(out)
     except DatasetError as e:
         raise PushError(str(e)) from None
     endpoint = _endpoint()
     _check_reachable(endpoint)  # before validating: an unreachable hub should not cost a full read
-    if validate:
-        from kame_data.dataset.validate import validate_dataset
+    try:
+        if validate:  # checks every shard's sha256 too
+            from kame_data.dataset.validate import validate_dataset
 
-        try:
             validate_dataset(out)
-        except DatasetError as e:
-            raise PushError(f"{out} is not a valid dataset, not pushing: {e}") from e
+        else:
+            ds.verify_checksums()
+    except DatasetError as e:
+        raise PushError(f"{out} is not a valid dataset, not pushing: {e}") from e
 
     from huggingface_hub import HfApi
 

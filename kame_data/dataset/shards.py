@@ -28,11 +28,20 @@ DEFAULT_ROWS_PER_SHARD = 100
 ROW_GROUP_ROWS = 8  # small row groups: a streaming reader holds one group in memory
 ROW_GROUP_BYTES = 32 << 20
 SPLIT_SUM_TOLERANCE = 1e-6
+SPLIT_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 SHARD_NAME = re.compile(r"^(?P<split>[a-z][a-z0-9_]*)-[0-9]{5}-of-[0-9]{5}\.parquet$")
 
 
 class PublishConfigError(ValueError):
     """The recipe's `publish` section cannot be used; the message names the key."""
+
+
+def check_split(name: object) -> str:
+    """A split name, which becomes shard file names and export folders: never a path."""
+    if not isinstance(name, str) or not SPLIT_NAME.match(name):
+        raise PublishConfigError(f"publish: split name {name!r} must be lower-case letters, digits and _, "
+                                 "starting with a letter (it names shard files and export folders)")
+    return name
 
 
 def sha256_file(path: Path) -> str:
@@ -81,7 +90,7 @@ def row_bytes(row: dict[str, Any]) -> int:
 
 def shard_name(split: str, index: int, count: int) -> str:
     """The final file name of shard `index` of `count` in a split (the Hugging Face hub's pattern)."""
-    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+    return f"{check_split(split)}-{index:05d}-of-{count:05d}.parquet"
 
 
 def shard_split(name: str) -> str | None:
@@ -183,7 +192,7 @@ class ShardWriter:
                  row_group_size: int = ROW_GROUP_ROWS, shard_size_mb: float | None = None,
                  splits: list[tuple[str, float]] | None = None, seed: int = 0):
         self.out_dir = Path(out_dir)
-        self.fractions = splits or [(split, 1.0)]
+        self.fractions = [(check_split(name), frac) for name, frac in splits or [(split, 1.0)]]
         self.seed = seed
         if rows_per_shard is None and shard_size_mb is None:
             rows_per_shard = DEFAULT_ROWS_PER_SHARD

@@ -20,6 +20,7 @@ import yaml
 
 from kame_data.audio import decode
 from kame_data.dataset.folder import DatasetDir, DatasetError, Shard
+from kame_data.dataset.owner import identity_mismatch
 from kame_data.dataset.rows import SAMPLE_RATE, arrow_schema, row_metadata
 from kame_data.dataset.shards import (
     PublishConfigError,
@@ -29,6 +30,7 @@ from kame_data.dataset.shards import (
 )
 from kame_data.dataset.stats import RowStats, early_events
 from kame_data.oracle.ladder import hint_level
+from kame_data.recipe import safe_yaml
 from kame_data.schema import SchemaError, validate
 
 log = logging.getLogger("kame_data.dataset.validate")
@@ -132,10 +134,16 @@ def _check_row(row: dict[str, Any], check_audio: bool = True, allow_early: bool 
 
 
 def _open(out: Path) -> DatasetDir:
+    """The manifest, its shard entries and its agreement with the folder's other records."""
     try:
-        return DatasetDir.open(out, check_schema=True)
+        ds = DatasetDir.open(out, check_schema=True)
+        ds.shards()
     except DatasetError as e:
         raise DatasetInvalid("", "", e.field, e.message) from e
+    mixed = identity_mismatch(out, ds.manifest)
+    if mixed:
+        raise DatasetInvalid("", "", "recipe_name", mixed)
+    return ds
 
 
 def _check_columns(shard: str, pf: pq.ParquetFile) -> None:
@@ -169,7 +177,7 @@ def _check_card(out: Path, manifest: dict[str, Any], per_split: Counter) -> None
     if not text.startswith("---\n") or len(parts) < 3:
         raise DatasetInvalid("", "", "README.md", "no YAML header between --- lines")
     try:
-        header = yaml.safe_load(parts[1]) or {}
+        header = safe_yaml(parts[1]) or {}
     except yaml.YAMLError as e:
         raise DatasetInvalid("", "", "README.md", f"YAML header does not parse: {e}") from e
     configs = header.get("configs") or []
@@ -198,6 +206,7 @@ class _CrossChecks:
         self.check_audio = check_audio
         self.allow_early = (recipe.get("oracle") or {}).get("early_truth") == "keep"
         self.seen: set[str] = set()
+        self.excluded = set((manifest.get("review") or {}).get("excluded", []))
         self.item_split: dict[str, tuple[str, str]] = {}
         self.stats = RowStats(f1=False)
 
@@ -206,6 +215,9 @@ class _CrossChecks:
         if rid in self.seen:
             raise DatasetInvalid(name, rid, "id", "duplicate row id")
         self.seen.add(rid)
+        if rid in self.excluded:
+            raise DatasetInvalid(name, rid, "id", "row was excluded in review (manifest.json review.excluded) "
+                                 "but is in the shards")
         for field, message in _check_row(row, self.check_audio, self.allow_early):
             raise DatasetInvalid(name, rid, field, message)
         item = row["item_id"]

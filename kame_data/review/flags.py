@@ -41,6 +41,8 @@ def load_flag_notes(path: str | Path) -> dict[str, str]:
         raise FlagsError(f"{path}: no such file") from e
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise FlagsError(f"{path}: not a JSON file: {e}") from e
+    except RecursionError:
+        raise FlagsError(f"{path}: nested too deeply to be a flags file") from None
     out: dict[str, str] = {}
     for i, entry in enumerate(_entries(doc, path)):
         rid, note = (entry.get("id"), entry.get("note", "")) if isinstance(entry, dict) else (entry, "")

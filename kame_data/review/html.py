@@ -179,6 +179,7 @@ def build_page(out: str | Path, sample: Optional[int] = None, seed: int = 0, aud
     if audio not in AUDIO_MODES:
         raise DatasetError(f"audio must be one of {', '.join(AUDIO_MODES)}, not {audio!r}")
     ds = DatasetDir.open(out, check_shards=True)
+    ds.verify_checksums()
     total = ds.num_rows()
     keep = set(random.Random(seed).sample(range(total), sample)) if sample is not None and sample < total else None
     stats, picked = RowStats(keep_f1=True), []

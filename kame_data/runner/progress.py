@@ -3,6 +3,8 @@ with the LLM service's retries and waits as they happen (a run never waits silen
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ class Progress:
         self._lock = threading.Lock()
         self.state = {"recipe": config.name, "config_hash": config.config_hash, "executor": executor,
                       "items": items, "state": "running", "started": time.time(),
+                      "pid": os.getpid(), "host": socket.gethostname(),  # `status` tells a live run from a dead one
                       "stages": {n: {"inputs": 0, "outputs": 0, "computed": 0, "retried": 0, "transient": 0}
                                  for n in stage_names},
                       "samples": 0, "rejects": 0, "transient": 0}

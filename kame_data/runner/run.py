@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from kame_data.atomic import write_jsonl
+from kame_data.dataset.exclude import REASON as REVIEW_REASON
+from kame_data.dataset.exclude import read_exclusions, review_rejects
+from kame_data.dataset.owner import FolderLock, claim_folder
 from kame_data.dataset.shards import PublishConfigError
 from kame_data.llm.accounting import BudgetExceeded
 from kame_data.llm.limits import BackendUnavailable
@@ -101,7 +104,17 @@ def _executor(name: str, config: RunConfig, address: str | None, cache_path: str
     return RayExecutor(config, address, cache_path, runtime_env, actors)
 
 
-def run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
+def run_recipe(recipe: Recipe, out_dir: str | Path, force: bool = False, **options: Any) -> RunResult:
+    """`_run_recipe` as the one owner of OUT: its lock is taken first, so a second run into OUT is
+    refused (FolderBusy) before it reads a source or pays for a call, and OUT is claimed for the
+    recipe (FolderClaimed when it holds another recipe's output; `force` deletes that output)."""
+    out_dir = Path(out_dir)
+    with FolderLock.acquire(out_dir, "run"):
+        claim_folder(out_dir, recipe.name, force)
+        return _run_recipe(recipe, out_dir, **options)
+
+
+def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
                progress: ProgressFactory | None = None, use_cache: bool = True,
                stages: list[Step] | None = None, executor: str = "local", ray_address: str | None = None,
                resume: bool = True, until: str | None = None, checkpoints: str | None = None,
@@ -178,6 +191,7 @@ class _Run:
         self.config, self.out_dir, self.make_bar, self.store = config, out_dir, bars, store
         self.rejects: list[Reject] = []
         self.timings: dict[str, float] = {}
+        self.excluded = read_exclusions(out_dir)  # a reviewer's: kept out, their rejects kept in
 
     def _write_rejects(self) -> None:
         write_jsonl(self.out_dir / "rejects.jsonl", [{**r.to_dict(), "detail": scrub(r.detail)} for r in self.rejects])
@@ -193,6 +207,7 @@ class _Run:
         started = time.perf_counter()
         sources = SourcesStep(self.config.recipe, limit)
         items, self.rejects = sources.items()
+        self.rejects += review_rejects(self.excluded)
         self.timings["sources"] = time.perf_counter() - started
         log.info("run %s (%s executor): %d items -> %s", self.config.name, executor.name, len(items), self.out_dir)
         errors = ItemErrors(self.config.recipe.max_item_errors, len(items))
@@ -205,7 +220,8 @@ class _Run:
                              f"see {self.out_dir / 'rejects.jsonl'})")
         if until is not None:
             stages = stages[: STAGES.index(until)]  # STAGES[0] is "sources"
-        writer = None if until else WriteStep(self.config.publish, self.out_dir, self.config.seed)
+        writer = None if until else WriteStep(self.config.publish, self.out_dir, self.config.seed,
+                                              frozenset(self.excluded))
         try:
             if writer is not None:
                 writer.setup()
@@ -284,7 +300,9 @@ class _Run:
         counts: Counter[str] = Counter({"sources": items})
         for n in names:
             counts[n] = stats.counts.get(n, StepCounts()).outputs
+        counts.update({REVIEW_REASON: len(self.excluded)} if self.excluded else {})
         manifest = build_manifest(self.config.recipe, counts, self.rejects, self.timings, shards, samples)
+        manifest.update({"review": {"excluded": sorted(self.excluded)}} if self.excluded else {})
         manifest["recipe"] = self.config.to_dict()  # the resolved recipe: every default filled in
         manifest["config_hash"] = self.config.config_hash
         manifest["quality"] = quality_summary(samples)

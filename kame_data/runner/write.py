@@ -21,9 +21,10 @@ from kame_data.step import Resources, Step
 class WriteStep(Step[Sample, dict]):
     name = "write"
 
-    def __init__(self, config: PublishConfig, out_dir: Path, seed: int = 0):
+    def __init__(self, config: PublishConfig, out_dir: Path, seed: int = 0, excluded: frozenset[str] = frozenset()):
         super().__init__(config, seed)
         self.out_dir = Path(out_dir)
+        self.excluded = excluded  # row ids a reviewer left out (OUT/exclusions.jsonl): never written again
         self.writer: ShardWriter | None = None
 
     @property
@@ -41,6 +42,9 @@ class WriteStep(Step[Sample, dict]):
         self.setup()
         out = []
         for sample in batch:
+            if sample.id in self.excluded:
+                out.append([])
+                continue
             row = sample_row(sample)
             self.writer.add(row)
             out.append([{"id": row["id"], **sample_figures(row), "quality": dialogue_quality(sample.rendered)}])

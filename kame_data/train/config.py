@@ -126,6 +126,9 @@ def _check(cfg: TrainConfig, where: str) -> None:
     def bad(key: str, why: str) -> None:
         raise TrainError(f"{where}: {key}: {why}")
 
+    from kame_data.recipe import check_name
+
+    check_name(cfg.name, where, TrainError)
     if cfg.model.preset not in ("tiny", "moshiko"):
         bad("model.preset", f"expected 'tiny' or 'moshiko', got {cfg.model.preset!r}")
     if cfg.train.parallel not in ("auto", "ddp", "fsdp"):
