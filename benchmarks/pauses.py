@@ -3,7 +3,7 @@
 The quickstart's dialogues are rendered twice with `kame-data run --until speak`: with the engines'
 own pauses (`speak.pauses.bound: false`, the baseline) and with pauses kept under the oracle's run
 rule (the default). For each, over every pair of neighbouring words inside a turn: how many end
-1.0 s or more apart, the largest such gap, the oracle events of DESIGN.md's ladder over the rendered
+1.0 s or more apart, the largest such gap, the oracle events of docs/design.md's ladder over the rendered
 words (interval 0.5 s, the assistant's channel) and how many of them are level 5 inside a user turn
 (the true reply before the user has finished; the LLM's predictions play no part in this), the
 spread of the pauses (natural and varied, not clipped to one value), the dialogues rendered,

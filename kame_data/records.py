@@ -14,18 +14,18 @@ import numpy as np
 
 ASSISTANT = "assistant"
 USER = "user"
-# The speaker/channel convention (DESIGN.md), as in moshi-finetune and kame_finetune's
+# The speaker/channel convention (docs/design.md), as in moshi-finetune and kame_finetune's
 # `--moshi_speakers A`: the assistant is speaker A on the left channel (0), the user speaker B on
 # the right channel (1).
 SPEAKER = {ASSISTANT: "A", USER: "B"}
 ROLE = {speaker: role for role, speaker in SPEAKER.items()}
 CHANNEL = {"A": 0, "B": 1}
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"  # multiple-choice option letters, in option order
-# DESIGN.md's run rule: a speaker's run goes on while each word ends less than this many seconds
+# docs/design.md's run rule: a speaker's run goes on while each word ends less than this many seconds
 # after the previous one. The oracle ladder ends runs by it; the speak step keeps every pause inside
 # a turn below it, so a turn is one run (one value here, read by both).
 CONTINUATION_GAP = 1.0
-# DESIGN.md: a ratio above 0.99 is level 5 (the true reply). A run of more words than this passes it
+# docs/design.md: a ratio above 0.99 is level 5 (the true reply). A run of more words than this passes it
 # while its last word is still to come, so no user turn may be longer (script/template.py).
 MAX_RUN_WORDS = 100
 
@@ -102,7 +102,7 @@ class Word:
     start: float
     end: float
     # A listener's "mm-hm" inside the other speaker's turn: in the audio and the word stream, not
-    # on the floor (the oracle ladder reads the floor words only; DESIGN.md, "Turn-taking").
+    # on the floor (the oracle ladder reads the floor words only; docs/design.md, "Floor words").
     backchannel: bool = False
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Reference parity of an exported dataset: what DESIGN.md's ladder gives over the exported words.
+"""Reference parity of an exported dataset: what docs/design.md's ladder gives over the exported words.
 
 The oracle step reads the floor (every word but listener backchannels, which are in the audio and
 in text/, flagged in the row's `words`), and drops an event whose every attempt gave no reply (an

@@ -1,5 +1,5 @@
 """Early truth (issue 19): a level-5 oracle event, the true reply itself, while the user is still
-speaking. DESIGN.md's ladder gives one wherever a user pauses 1.0 s or more inside a turn; the oracle
+speaking. docs/design.md's ladder gives one wherever a user pauses 1.0 s or more inside a turn; the oracle
 stage rejects such a dialogue, `validate` names its row and time, and the manifest, card and review
 page count them. A recipe that keeps long pauses must say so (`oracle.early_truth: keep`)."""
 
@@ -168,7 +168,7 @@ def test_inspect_marks_early_events():
 
 
 def test_a_turn_of_over_100_words_reaches_level_5_before_its_last_word():
-    """DESIGN.md's thresholds, not a pause: ratio 100/101 > 0.99. The oracle stage names the cause."""
+    """docs/design.md's thresholds, not a pause: ratio 100/101 > 0.99. The oracle stage names the cause."""
     user = [("B", f"w{i}", round(0.3 * i, 2), round(0.3 * i + 0.2, 2)) for i in range(101)]
     words = user + [("A", "yes", 30.6, 30.9), ("A", "indeed", 30.9, 31.3)]
     turns = [dict(TURNS[0], end=30.2), dict(TURNS[1], start=30.6, end=31.3)]

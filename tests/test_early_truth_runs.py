@@ -90,7 +90,7 @@ def test_forty_fixture_dialogues_in_every_voice_have_no_early_truth(fixture_run)
     manifest = json.loads((fixture_run / "manifest.json").read_text())
     found = rows(fixture_run)
     rejects = [json.loads(x) for x in (fixture_run / "rejects.jsonl").read_text().splitlines()]
-    # A user turn of over 100 words would pass ratio 0.99 one word before its end (DESIGN.md's
+    # A user turn of over 100 words would pass ratio 0.99 one word before its end (docs/design.md's
     # thresholds): the script step refuses it (records.MAX_RUN_WORDS), so no early_truth reject is
     # left, and every other dialogue is rendered; a pause read as the end of a turn never is.
     too_long = [r for r in rejects if r["stage"] == "script" and r["reason"] == "too_long"]
@@ -107,7 +107,7 @@ def test_forty_fixture_dialogues_in_every_voice_have_no_early_truth(fixture_run)
 
 
 def exported_parity_problems(out: Path, dest: Path) -> list[str]:
-    """Reference parity after the pause shaping: every exported oracle_raw event is DESIGN.md's
+    """Reference parity after the pause shaping: every exported oracle_raw event is docs/design.md's
     ladder step (tests/test_ladder.reference_ladder, which rescans every word) at its time over the
     exported floor words (tests/parity.py; oracle_raw has no level: it is the reference's record),
     and a level-5 prediction is the true reply itself."""

@@ -1,4 +1,4 @@
-"""Exports: kame_finetune's canonical layout (DESIGN.md) and moshi-finetune's, with safe file names."""
+"""Exports: kame_finetune's canonical layout (docs/design.md) and moshi-finetune's, with safe file names."""
 
 import io
 import json
@@ -119,7 +119,7 @@ def _rows(out: Path) -> list[dict]:
 
 @pytest.mark.slow
 def test_kame_finetune_layout(quickstart_out, tmp_path):
-    """DESIGN.md: audio/<id>.wav stereo; text/<id>.json [{speaker, word, start, end}] in time order with
+    """docs/design.md: audio/<id>.wav stereo; text/<id>.json [{speaker, word, start, end}] in time order with
     both speakers; oracle_raw/<id>.json the reference fields in the reference order."""
     dest = tmp_path / "kame"
     r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True, text=True)

@@ -1,4 +1,4 @@
-"""The oracle ladder against DESIGN.md: the worked example, and a property test against a
+"""The oracle ladder against docs/design.md: the worked example, and a property test against a
 direct step-by-step implementation of the rules (rescanning all words at every step)."""
 
 from hypothesis import given, settings
@@ -53,7 +53,7 @@ def test_target_channel_filters():
 
 
 def reference_ladder(words, interval=0.5, target=None):
-    """DESIGN.md's rules, literally: every step rescans every word."""
+    """docs/design.md's rules, literally: every step rescans every word."""
     ws = sorted(words, key=lambda w: w.end)
     out = []
     if not ws:

@@ -165,7 +165,7 @@ def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
     kept = [s for s in steps if s.timestamp_ms != echo.timestamp_ms]
     fields = ("timestamp_ms", "conversation_context", "total_word_count", "trigger_word", "recent_words",
               "current_spoken_ratio", "channel", "level")
-    # every field but the prediction is the reference ladder's (DESIGN.md), the hint included
+    # every field but the prediction is the reference ladder's (docs/design.md), the hint included
     assert [tuple(getattr(e, f) for f in fields) + (e.hint,) for e in sample.oracle] == \
            [tuple(getattr(s, f) for f in fields) + (s.hint,) for s in kept]
     assert all(e.prediction == "I think the answer is the red planet, Mars." for e in sample.oracle if e.level < 5)

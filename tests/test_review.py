@@ -35,7 +35,7 @@ from kame_data.review.flags import FlagsError, load_flag_notes, load_flags
 from kame_data.review.html import build_page, script_json
 from tests import chromium
 
-# The worked example of DESIGN.md ("Oracle events"): B asks, A answers "it's four".
+# The worked example of docs/design.md ("Oracle events"): B asks, A answers "it's four".
 WORDS = [("B", "what", 0.0, 0.4), ("B", "is", 0.4, 0.7), ("B", "two", 0.7, 0.9), ("B", "plus", 0.9, 1.3),
          ("B", "two", 1.3, 1.6), ("A", "it's", 2.0, 2.3), ("A", "four", 2.3, 2.7)]
 SOURCES = ("gsm8k", "mmlu_pro", "hssbench")

@@ -1,5 +1,5 @@
 """Live turn-taking: where backchannels and barge-ins go, gap histograms, the reply-timing gate, and
-the oracle ladder of a dialogue with a backchannel against DESIGN.md ("Turn-taking": the ladder
+the oracle ladder of a dialogue with a backchannel against docs/design.md ("Floor words": the ladder
 reads the floor words, backchannels excluded, with the reference rules unchanged)."""
 
 import random
@@ -95,14 +95,14 @@ def test_histogram_gaps_and_the_reply_gate():
     assert reply_gaps(["B", "A", "B", "A"], [(0, 1), (0.8, 2), (2.5, 3), (3.4, 4)]) == [-0.2, 0.4]
 
 
-# --- the ladder with a backchannel, against DESIGN.md -------------------------------------------
+# --- the ladder with a backchannel, against docs/design.md -------------------------------------------
 
-# DESIGN.md's worked example, plus the assistant's "mm-hm" while the user is still asking.
+# docs/design.md's worked example, plus the assistant's "mm-hm" while the user is still asking.
 WITH_BACKCHANNEL = EXAMPLE[:3] + [Word("A", "mm-hm", 0.95, 1.2, backchannel=True)] + EXAMPLE[3:]
 
 
 def test_ladder_of_a_dialogue_with_a_backchannel_is_the_worked_example():
-    """The backchannel is in the word stream but not on the floor: every step is the one DESIGN.md
+    """The backchannel is in the word stream but not on the floor: every step is the one docs/design.md
     computes for the example without it (t=1.0: 3 words, ratio 0.6, level 1, hint "it's four"; t=1.5:
     ratio 0.8; t=2.0: level 5; t=2.5: generation stops)."""
     steps = ladder(floor_words(WITH_BACKCHANNEL), 0.5)

@@ -1,1 +1,1 @@
-"""The oracle stage: rendered dialogues -> simulated oracle ladders (DESIGN.md semantics)."""
+"""The oracle stage: rendered dialogues -> simulated oracle ladders (docs/design.md semantics)."""

@@ -1,6 +1,6 @@
 """The oracle ladder: which steps fire, with what context, ratio, level and hint.
 
-This is the exact reference semantics of DESIGN.md ("Oracle events"), computed in one pass
+This is the exact reference semantics of docs/design.md ("Oracle events"), computed in one pass
 over the words instead of rescanning them at every step. The prediction is filled in later
 by the simulator LLM (or, at level 5, is the hint itself).
 """
@@ -46,7 +46,7 @@ class Step:
 
 def floor_words(words: Sequence[Word]) -> list[Word]:
     """The words the ladder reads: all but listener backchannels, which are in the audio and the
-    word stream but do not take the floor (DESIGN.md, "Turn-taking"). The rules above then apply
+    word stream but do not take the floor (docs/design.md, "Floor words"). The rules above then apply
     to these words exactly as written."""
     return [w for w in words if not getattr(w, "backchannel", False)]
 

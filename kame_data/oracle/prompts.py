@@ -3,7 +3,7 @@ instruction and how much of the hint each level reveals. Change any of it and bu
 PROMPT_VERSION: it is part of the oracle step's identity (checkpoints) and of the manifest.
 
 A small simulator cannot follow "use the hint, but not verbatim"; it copies what it is shown.
-So each level shows a larger view of the hint (DESIGN.md: level 1 keywords … level 4 close to the
+So each level shows a larger view of the hint (docs/design.md: level 1 keywords … level 4 close to the
 hint), and the hint's influence grows with the level by construction:
   0  no hint;  1  about a third of the hint's content words;  2  three quarters of them;
   3  all of them, as loose words;  4  the hint itself.

@@ -43,7 +43,7 @@ class OracleConfig:
 
     @property
     def run_gap(self) -> float:
-        """The ladder's run rule (DESIGN.md): a word ending this long after the previous one ends a
+        """The ladder's run rule (docs/design.md): a word ending this long after the previous one ends a
         speaker's run. The speak step keeps every pause inside a turn below it."""
         return CONTINUATION_GAP
 

@@ -112,7 +112,7 @@ class PauseConfig:
     """Pauses inside a turn (see speech/pauses.py).
 
     The oracle ladder ends a speaker's run where a word ends 1.0 s or more after the previous one
-    (records.CONTINUATION_GAP, DESIGN.md); engines leave 0.8-1.1 s between sentences, which made a
+    (records.CONTINUATION_GAP, docs/design.md); engines leave 0.8-1.1 s between sentences, which made a
     pause look like the end of the turn and handed the oracle the true reply early. With `bound`,
     a pause that would reach the run rule is redrawn from the range of its kind (after . ? ! from
     `sentence`, after , ; : from `clause`, else `word`), capped so the next word ends `margin`

@@ -1,6 +1,6 @@
 """Pauses inside a turn, kept below the oracle's run rule.
 
-The oracle ladder (DESIGN.md) ends a speaker's run where a word ends `CONTINUATION_GAP` (1.0 s)
+The oracle ladder (docs/design.md) ends a speaker's run where a word ends `CONTINUATION_GAP` (1.0 s)
 or more after the previous one. Engines leave 0.8-1.1 s between sentences, so such a pause looked
 like the end of the user's turn: the ratio reached 1.0 and the oracle handed over the true reply
 (level 5) before the question was over. Here every pause that would reach the rule is redrawn

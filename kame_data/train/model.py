@@ -1,5 +1,5 @@
 """Moshi's `LMModel` with an oracle stream: a fourth input whose embedding is added to the text
-embedding at every step (DESIGN.md, "Training streams").
+embedding at every step (docs/design.md, "Training streams").
 
 Imports only torch and `moshi.models` (no sphn, sounddevice, bitsandbytes), so the GPU benchmark
 runs where moshi was installed with --no-deps.

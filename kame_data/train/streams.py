@@ -1,4 +1,4 @@
-"""Per-frame streams the model reads (DESIGN.md, "Training streams"), in numpy only.
+"""Per-frame streams the model reads (docs/design.md, "Training streams"), in numpy only.
 
 Frames are 80 ms (Mimi's 12.5 Hz). A speaker's text stream holds its SentencePiece tokens from the
 frame of each word's start, pad elsewhere, with the pad just before a word turned into end-of-pad.
