@@ -26,11 +26,13 @@ from kame_data.llm.cache import RequestCache  # noqa: E402
 from kame_data.llm.config import BackendConfig
 from kame_data.oracle.ladder import ladder  # noqa: E402
 from kame_data.oracle.prompts import build_request  # noqa: E402
-from kame_data.oracle.stage import OracleConfig, OracleStage  # noqa: E402
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage  # noqa: E402
 from kame_data.records import (
     CHANNEL,  # noqa: E402
     Sample,  # noqa: E402
 )
+from kame_data.step import RunContext
 from tests.loopback_server import serve  # noqa: E402
 from tests.synthetic import synthetic_dialogue  # noqa: E402
 
@@ -98,10 +100,10 @@ def main() -> None:
         if run_base:
             print(f"baseline (sequential, reference-like): {c0} calls, {d0} distinct requests, {t_base:.2f} s")
 
-        stage = OracleStage(cfg, cache=RequestCache(Path(tmp) / "cache.sqlite"))
+        stage = OracleStage(cfg, RunContext(cache=RequestCache(Path(tmp) / "cache.sqlite")))
         stage.setup()
         t = time.perf_counter()
-        out = stage.process(dialogues)
+        out = [o for group in stage.run(dialogues) for o in group]
         t_stage = time.perf_counter() - t
         c1, d1 = srv.counts()
         calls, distinct = c1 - c0, stage.backend.calls
@@ -109,10 +111,10 @@ def main() -> None:
         print(f"oracle stage (cold cache): {calls} HTTP calls for {distinct} distinct requests, {t_stage:.2f} s, "
               f"{samples}/{len(dialogues)} dialogues complete")
 
-        warm = OracleStage(cfg, cache=RequestCache(Path(tmp) / "cache.sqlite"))
+        warm = OracleStage(cfg, RunContext(cache=RequestCache(Path(tmp) / "cache.sqlite")))
         warm.setup()
         t = time.perf_counter()
-        warm.process(dialogues)
+        warm.run(dialogues)
         t_warm = time.perf_counter() - t
         c2, _ = srv.counts()
         print(f"oracle stage (warm cache): {c2 - c1} calls, {warm.backend.calls} sent, {t_warm:.2f} s")

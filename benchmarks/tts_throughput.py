@@ -25,6 +25,7 @@ from kame_data.records import Dialogue, Turn  # noqa: E402
 from kame_data.speech.engines import VoiceConfig  # noqa: E402
 from kame_data.speech.stage import SpeakConfig, SpeakStage  # noqa: E402
 from kame_data.text import to_spoken  # noqa: E402
+from kame_data.step import RunContext
 
 SENTENCES = [
     "The mitochondria produce most of the chemical energy that powers a cell.",
@@ -65,7 +66,7 @@ def raw_piper(spoken: list[str], threads: int | None) -> tuple[float, float]:
 
 def stage_run(spoken: list[str], workers: int) -> tuple[float, float]:
     joe = VoiceConfig("piper", "joe")
-    stage = SpeakStage(SpeakConfig(assistant=joe, user=joe, workers=workers), seed=0)
+    stage = SpeakStage(SpeakConfig(assistant=joe, user=joe, workers=workers), RunContext(seed=0))
     dialogues = [Dialogue(f"bench-{i}-v0", f"bench-{i}", "bench", "misc", 0, [Turn("assistant", "A", s, s)])
                  for i, s in enumerate(spoken)]
     t = time.perf_counter()

@@ -53,9 +53,10 @@ def run(
     ray_address: Optional[str] = typer.Option(None, "--ray-address", help="Address of an existing Ray cluster."),
     no_resume: bool = typer.Option(False, "--no-resume", help="Ignore the per-item checkpoints of an earlier run "
                                    "in OUT and recompute everything."),
-    until: Optional[str] = typer.Option(None, "--until", help="Stop after this stage (sources, script, speak, "
-                                        "oracle) and write its records as JSON lines: OUT/items.jsonl, "
-                                        "scripts.jsonl, rendered.jsonl or samples.jsonl, plus rejects.jsonl."),
+    until: Optional[str] = typer.Option(None, "--until", help="Stop after this step and write its records as "
+                                        "JSON lines in OUT (e.g. scripts.jsonl), plus rejects.jsonl: `sources` or "
+                                        "any step of the pipeline (`kame-data steps` lists them, in order, with "
+                                        "the file each writes)."),
     checkpoints: Optional[str] = typer.Option(None, "--checkpoints", help="Where per-item checkpoints live "
                                               "(default OUT/.checkpoints): a path on a filesystem every node "
                                               "sees, or an object-store URL (s3://bucket/run, gs://…)."),
@@ -141,6 +142,20 @@ def run(
     typer.echo(f"  card:    {(out_dir / 'README.md').resolve()}")
     typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({sum(m['rejects'].values())})")
     typer.echo(f"  load:    datasets.load_dataset('parquet', data_dir='{(out_dir / 'data').resolve()}')")
+
+
+@app.command()
+def steps() -> None:
+    """The pipeline's steps in order: each one's recipe section, what it does, and the file
+    `kame-data run --until STEP` writes after it."""
+    from kame_data import pipeline
+    from kame_data.runner.until import SOURCES_OUTPUT
+    from kame_data.sources.step import SourcesStep
+
+    typer.echo(f"  {SourcesStep.name:<10} -> {SOURCES_OUTPUT:<16} the recipe's sources, read, filtered and sampled")
+    for spec in pipeline.steps():
+        typer.echo(f"  {spec.name:<10} -> {spec.output:<16} {spec.about}")
+    typer.echo("  then the writer: sharded Parquet, the card and the manifest")
 
 
 @app.command()

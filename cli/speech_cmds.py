@@ -56,7 +56,7 @@ def voices_check(recipe: str = typer.Argument("quickstart", help="Recipe whose v
     from kame_data.speech.stage import SpeakStage
 
     cfg = RunConfig.resolve(load_recipe(recipe)).speak
-    stage = SpeakStage(replace(cfg, workers=1), 0)
+    stage = SpeakStage(replace(cfg, workers=1))
     stage.open_local(threads=1)
     if stage.aligner is None:
         from kame_data.speech.whisper import WhisperAligner

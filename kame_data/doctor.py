@@ -249,18 +249,17 @@ def diagnose(options: dict[str, Any] | None = None, only: list[str] | None = Non
 
 
 def recipe_options(recipe) -> dict[str, Any]:
-    """The voices and simulator model a recipe uses, so the doctor checks those rather than the defaults."""
+    """What a recipe's steps use (a voice of each engine it casts, the simulator model), as each
+    step declares it (`StepSpec.doctor`), so the doctor checks those rather than the defaults."""
+    from kame_data.runner.config import RunConfig
+
     opts: dict[str, Any] = {}
-    for role in ("user", "assistant"):
-        pool = recipe.speak.get(role) or []
-        for v in pool if isinstance(pool, list) else [pool]:
-            if isinstance(v, dict) and v.get("engine") in ("piper", "hibari", "espeak") and v.get("voice"):
-                opts.setdefault(v["engine"], v["voice"])
-    backend = (recipe.oracle.get("backend") or {})
-    if backend.get("kind", "llamacpp") == "llamacpp" and backend.get("model_path"):
-        opts["model_path"] = str(recipe.resolve(backend["model_path"]))
-    elif backend.get("kind", "llamacpp") == "llamacpp" and backend.get("model"):
-        opts["model"] = backend["model"]
+    for spec, config in RunConfig.resolve(recipe).specs():
+        if spec.doctor is not None:
+            for key, value in spec.doctor(config).items():
+                opts.setdefault(key, value)
+    if opts.get("model_path"):
+        opts["model_path"] = str(recipe.resolve(opts["model_path"]))  # relative to the recipe, as in a run
     return opts
 
 

@@ -16,11 +16,13 @@ from typing import Any
 
 from kame_data.llm.accounting import Prices
 from kame_data.projection import Projection, Resources, format_projection, load_calibration, project
-from kame_data.oracle.stage import OracleConfig
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import ASSISTANT, SPEAKER, USER, Word
 from kame_data.runner.config import RunConfig
-from kame_data.script.template import LlmScriptConfig
+from kame_data.script.config import LlmScriptConfig
+from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.engines import VoiceConfig
 
@@ -42,12 +44,6 @@ CHARS_PER_TOKEN = 4.0
 TOKENS_PER_WORD = 1.35
 PIPER_WORDS_PER_SECOND = 2.7  # piper voices at length_scale 1.0
 ORACLE_REPLY_WORDS = 22  # predictions are asked for 10-30 words
-# CPU seconds per dialogue-minute of each conversation step on one core, measured by
-# benchmarks/conversation_steps.py (4 GSM8K dialogues per configuration on a 2-core machine shared
-# with other jobs; `speak` is the plain step: TTS with Whisper QA). Speaker variants, turn-taking and
-# the answer round-trip run inside the speak step; their figures are what they add to it.
-STEP_CPU_S_PER_MINUTE = {"speak": 30.0, "variants": 4.0, "turns": 2.0, "answer": 8.0, "quality": 3.0,
-                         "acoustics": 1.5}
 
 
 @dataclass
@@ -215,7 +211,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
-                budget_usd=oracle.budget_usd, qa=speak.qa.enabled)
+                budget_usd=cfg.budget_usd, qa=speak.qa.enabled)
     plan.compute_s_per_minute = _step_costs(cfg)
     engines = {SPEAKER[role]: speak.pool(role)[0].engine for role in (ASSISTANT, USER)}
     for spec in recipe.sources:
@@ -268,26 +264,19 @@ def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, 
     total = sum(spoken.values()) or 1.0
     for sp, engine in engines.items():
         plan.speech_seconds[engine] = plan.speech_seconds.get(engine, 0.0) + audio_s * spoken[sp] / total
-    o = plan.llm.setdefault("oracle", {"kind": oracle_kind, "calls": 0, "tokens": 0.0})
+    o = plan.llm.setdefault(OracleStage.name, {"kind": oracle_kind, "calls": 0, "tokens": 0.0})
     o["calls"] += dialogues * oracle_calls
     o["tokens"] += dialogues * oracle_tokens
     if script_calls:
-        s = plan.llm.setdefault("script", {"kind": script_kind, "calls": 0, "tokens": 0.0})
+        s = plan.llm.setdefault(ScriptStage.name, {"kind": script_kind, "calls": 0, "tokens": 0.0})
         s["calls"] += script_calls
         s["tokens"] += dialogues * (all_tokens - oracle_tokens)
 def _step_costs(cfg: RunConfig) -> dict[str, float]:
-    """CPU seconds per dialogue-minute of each step the recipe switches on."""
-    speak, costs = cfg.speak, STEP_CPU_S_PER_MINUTE
-    out = {"speak": costs["speak"]}
-    if any(v.is_variant for v in speak.voices):
-        out["variants"] = costs["variants"]
-    if speak.turns.enabled:
-        out["turns"] = costs["turns"]
-    if speak.answer.enabled:
-        out["answer"] = costs["answer"]
-    for step in ("quality", "acoustics"):
-        if getattr(cfg, step).enabled:
-            out[step] = costs[step]
+    """CPU seconds per dialogue-minute of each part the recipe switches on, as each step declares it."""
+    out: dict[str, float] = {}
+    for spec, config in cfg.specs():
+        if spec.cost is not None:
+            out.update(spec.cost(config))
     return out
 
 

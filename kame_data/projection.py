@@ -17,6 +17,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kame_data.llm.config import backend_spec
+from kame_data.oracle.stage import OracleStage
+from kame_data.runner.write import WriteStep
+from kame_data.script.stage import ScriptStage
+from kame_data.speech.stage import SpeakStage
+
 CALIBRATION = "calibration.json"
 
 
@@ -107,22 +113,22 @@ class Projection:
 
 def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, res: Resources,
                notes: list[str]) -> StageTime:
-    """An LLM stage on its backend: the embedded model costs measured core-seconds per call; a
-    service (openai, vllm) runs at the throughput given for it."""
-    if kind == "llamacpp":
-        rate = cal["llamacpp"][stage]["core_s_per_call"]
+    """An LLM stage on its backend: one on this machine's cores costs measured core-seconds per
+    call; a GPU or a service elsewhere runs at the throughput given for it."""
+    where = backend_spec(kind).runs_on
+    if where == "cpu":
+        rate = cal[kind][stage]["core_s_per_call"]
         work = calls * rate
         return StageTime(stage, "cpu", work, work / res.total_cores,
-                         f"embedded llama.cpp, {rate:.2f} core-s per call (calibration)")
+                         f"{kind} on the cores, {rate:.2f} core-s per call (calibration)")
     if res.llm_tokens_per_s:
         tps = res.llm_tokens_per_s
-        return StageTime(stage, "gpu" if kind == "vllm" else "api", tokens / tps, tokens / tps,
-                         f"{kind} at {tps:,.0f} tokens/s (given)")
-    if kind == "vllm" and res.total_gpus == 0:
-        notes.append(f"{stage}: the vllm backend needs GPUs (--gpus)")
+        return StageTime(stage, where, tokens / tps, tokens / tps, f"{kind} at {tps:,.0f} tokens/s (given)")
+    if where == "gpu" and res.total_gpus == 0:
+        notes.append(f"{stage}: the {kind} backend needs GPUs (--gpus)")
     notes.append(f"{stage}: the {kind} backend's throughput is not measured here: give --llm-tokens-per-s "
                  "(benchmarks/gpu_check.py prints it for vLLM on a GPU)")
-    return StageTime(stage, "gpu" if kind == "vllm" else "api", None, None, f"{kind}: throughput unknown")
+    return StageTime(stage, where, None, None, f"{kind}: throughput unknown")
 
 
 def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: bool,
@@ -133,26 +139,27 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     audio_s = sum(role_seconds.values())
     speak = sum(secs * cal["speak_core_s_per_audio_s"][engine] for engine, secs in role_seconds.items())
     script_work = dialogues * cal["script_template_core_s_per_dialogue"]
-    p.stages.append(StageTime("script", "cpu", script_work, script_work / res.total_cores,
+    script, speak_name, oracle = ScriptStage.name, SpeakStage.name, OracleStage.name
+    p.stages.append(StageTime(script, "cpu", script_work, script_work / res.total_cores,
                               "template rendering (calibration)"))
-    if "script" in llm:
-        s = llm["script"]
-        p.stages.append(_llm_stage("script", s["kind"], s["calls"], s["tokens"], cal, res, p.notes))
-        p.stages[-1].stage = "script (LLM)"
+    if script in llm:
+        s = llm[script]
+        p.stages.append(_llm_stage(script, s["kind"], s["calls"], s["tokens"], cal, res, p.notes))
+        p.stages[-1].stage = f"{script} (LLM)"
     basis = " + ".join(f"{e} {cal['speak_core_s_per_audio_s'][e]:.3f}" for e in role_seconds)
     if qa:
         speak += audio_s * cal["qa_core_s_per_audio_s"]
         basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}"
-    p.stages.append(StageTime("speak", "cpu", speak, speak / res.total_cores,
+    p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores,
                               f"core-s per audio-s: {basis} (calibration)"))
-    if "oracle" in llm:
-        o = llm["oracle"]
-        p.stages.append(_llm_stage("oracle", o["kind"], o["calls"], o["tokens"], cal, res, p.notes))
+    if oracle in llm:
+        o = llm[oracle]
+        p.stages.append(_llm_stage(oracle, o["kind"], o["calls"], o["tokens"], cal, res, p.notes))
     write = audio_s * cal["write_s_per_audio_s"]
-    p.stages.append(StageTime("write", "driver", write, write, "Parquet shards in the driver, one core"))
+    p.stages.append(StageTime(WriteStep.name, "driver", write, write, "Parquet shards in the driver, one core"))
     if res.gpus and not any(s.resource == "gpu" for s in p.stages):
-        p.notes.append("no stage of this recipe uses the GPUs (the embedded llama.cpp runs on the CPU cores; "
-                       "oracle.backend.kind: vllm would)")
+        p.notes.append("no stage of this recipe uses the GPUs (an embedded model runs on the CPU cores; "
+                       "a GPU backend such as vllm would)")
     p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}); "
                    "scaled linearly in cores and nodes")
     return p

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, Callable, ClassVar, Generic, TypeVar
 
 OPERATIONAL = "operational"
 
@@ -55,16 +55,31 @@ class Resources:
     checkpoint: bool = True
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What every step of one run shares, handed to each step when it is built: the recipe seed,
+    the LLM answer cache (None: no cache) and the run's LLM meter (one budget for every LLM call
+    of the run; None: an unbounded meter of the step's own)."""
+
+    seed: int = 0
+    cache: Any = None
+    meter: Any = None
+
+
 class Step(ABC, Generic[In, Out]):
-    """One stage. Subclasses set `name`, take their config dataclass and the recipe seed, load
-    models in `setup` (called only when some input is not already checkpointed) and release them
-    in `teardown` (always called, also after an error)."""
+    """One stage: a name, a config dataclass, and `run` over a batch.
+
+    Subclasses set `name` and build from (config, context). Executors, never the step itself, call
+    `setup` (load models; only when some input is not already checkpointed), then `run` on batches,
+    and `teardown` (always, also after an error). `run` is the one way in: one group of outputs per
+    input, in input order, a pure function of the batch, the config and the context's seed."""
 
     name: ClassVar[str]
 
-    def __init__(self, config: Any, seed: int = 0):
+    def __init__(self, config: Any, context: RunContext | None = None):
         self.config = config
-        self.seed = seed
+        self.context = context or RunContext()
+        self.seed = self.context.seed
 
     @property
     def resources(self) -> Resources:
@@ -88,3 +103,40 @@ class Step(ABC, Generic[In, Out]):
     def summary(self) -> dict[str, Any]:
         """Figures for the manifest (e.g. LLM calls, tokens, cost); empty by default."""
         return {}
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """Everything the runner, the executors, the manifest, `--until`, `plan`, `doctor` and the
+    recipe schema need to know about a step, declared beside the step itself (its module's `SPEC`)
+    and collected by kame_data/pipeline.py.
+
+    `order`: its place in the pipeline (ascending). The recipe section named after the step holds
+    its `config`. `output`: the file `--until NAME` writes its records to. `summary_key`: where
+    its summary goes in the manifest (default: its name). `budget`: for a step that spends on the
+    run's LLM meter, how to read the run's budget from its config. `doctor`: what `kame-data
+    doctor --recipe` should check for a config of this step (options such as the voice per engine
+    or the simulator model). `cost`: the CPU seconds per dialogue-minute of each part a config of
+    this step switches on (measured by benchmarks/conversation_steps.py; `plan` adds them up).
+    `about`: one line for `kame-data steps` and `plan`."""
+
+    step: type[Step]
+    config: type
+    order: int
+    output: str
+    about: str
+    summary_key: str | None = None
+    budget: Callable[[Any], float | None] | None = None
+    doctor: Callable[[Any], dict[str, Any]] | None = None
+    cost: Callable[[Any], dict[str, float]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.step.name
+
+    @property
+    def manifest_key(self) -> str:
+        return self.summary_key or self.name
+
+    def build(self, config: Any, context: RunContext) -> Step:
+        return self.step(config, context)

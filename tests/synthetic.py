@@ -60,7 +60,8 @@ def fixture_dialogues(n: int, seed: int = 1234) -> list[RenderedDialogue]:
     from pathlib import Path
 
     from kame_data.recipe import load_recipe
-    from kame_data.script.template import ScriptConfig, script_batch
+    from kame_data.script.config import ScriptConfig
+    from kame_data.script.template import script_batch
     from kame_data.sources import load_items
 
     recipe = load_recipe(Path(__file__).resolve().parent.parent / "benchmarks" / "recipes" / "oracle_fixtures.yaml")

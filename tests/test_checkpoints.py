@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kame_data.codec import CodecError, decode, encode, register_record
 from kame_data.llm.config import BackendConfig
-from kame_data.oracle.stage import OracleConfig
+from kame_data.oracle.config import OracleConfig
 from kame_data.records import (
     Dialogue,
     OracleEvent,

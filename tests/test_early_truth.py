@@ -17,7 +17,8 @@ from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 from kame_data.llm.config import BackendConfig
 from kame_data.oracle.ladder import ladder
 from kame_data.oracle.metrics import early_truth
-from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.recipe import RecipeError, load_recipe
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Sample, Turn, TurnTiming, Word
 from kame_data.review.html import build_page
@@ -114,11 +115,13 @@ def test_the_oracle_stage_rejects_a_dialogue_with_early_truth_without_asking_the
     with LoopbackServer() as server:
         backend = BackendConfig(kind="openai", model="loopback", base_url=server.base_url, max_retries=0)
         stage = OracleStage(OracleConfig(backend=backend))
+        stage.setup()
         try:
             paused_out, clean_out = stage.run([_rendered(PAUSED, TURNS, "paused-1-v0"),
                                                _rendered(clean, clean_turns, "clean-1-v0")])
             calls = server.calls
             keep = OracleStage(OracleConfig(backend=backend, early_truth="keep"))
+            keep.setup()
             kept = keep.run([_rendered(PAUSED, TURNS, "paused-1-v0")])[0]
             keep.teardown()
         finally:

@@ -15,8 +15,8 @@ from kame_data.runner.checkpoint import CheckpointStore, Keyed
 from kame_data.runner.executor import apply_step, step_key
 from kame_data.runner.item_errors import item_error_limit
 from kame_data.script.stage import ScriptStage
-from kame_data.script.template import ScriptConfig
-from kame_data.step import Step
+from kame_data.script.config import ScriptConfig
+from kame_data.step import RunContext, Step
 
 
 class Fragile(Step[str, str]):
@@ -25,7 +25,7 @@ class Fragile(Step[str, str]):
     name = "fragile"
 
     def __init__(self, bad=(), stop=()):
-        super().__init__({"mode": "fragile"}, seed=0)
+        super().__init__({"mode": "fragile"})
         self.bad, self.stop = set(bad), set(stop)
         self.calls: list[list[str]] = []
 
@@ -80,7 +80,7 @@ class BuggyScript(ScriptStage):
     """The real script step, with a bug that bites chosen items."""
 
     def __init__(self, config, seed, bad):
-        super().__init__(config, seed, cache=None)
+        super().__init__(config, RunContext(seed=seed))
         self.bad = bad
 
     def run(self, batch):

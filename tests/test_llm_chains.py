@@ -1,14 +1,15 @@
 """Chains of requests through the cache: a stateful backend's answer depends on the requests before
 it in its chain, so the cache keys carry that history and a chain with a miss is sent whole."""
 
-from kame_data.llm.base import ChatRequest, ChatResult, complete_chains
+from kame_data.llm.base import Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache
 
 
-class HistoryBackend:
+class HistoryBackend(ChatBackend):
     """Answers like a model whose KV cache holds the chain so far: each answer names its history."""
 
     name, model = "history", "h1"
+    capabilities = Capabilities(chains=True)
 
     def __init__(self):
         self.sent: list[list[str]] = []
@@ -18,7 +19,7 @@ class HistoryBackend:
         return [[ChatResult(f"{r.messages[-1][1]} after {'+'.join(x.messages[-1][1] for x in chain[:i]) or 'nothing'}")
                  for i, r in enumerate(chain)] for chain in chains]
 
-    def complete(self, requests):
+    def complete(self, requests, on_answer=None):
         return [c[0] for c in self.complete_chains([[r] for r in requests])]
 
 
@@ -67,13 +68,13 @@ def test_a_chain_of_one_shares_the_plain_key(tmp_path):
     assert b.inner.sent == [["q"]] and b.cache_hits == 1
 
 
-class Stateless:
+class Stateless(ChatBackend):
     name, model = "plain", "p"
 
     def __init__(self):
         self.batches = []
 
-    def complete(self, requests):
+    def complete(self, requests, on_answer=None):
         self.batches.append(len(requests))
         return [ChatResult(r.messages[-1][1].upper()) for r in requests]
 
@@ -81,7 +82,7 @@ class Stateless:
 def test_stateless_backends_get_one_flat_batch(tmp_path):
     chains = [[req("a"), req("b")], [req("c")]]
     inner = Stateless()
-    assert [[r.text for r in c] for c in complete_chains(inner, chains)] == [["A", "B"], ["C"]]
+    assert [[r.text for r in c] for c in inner.complete_chains(chains)] == [["A", "B"], ["C"]]
     assert inner.batches == [3]
     cached = CachedBackend(Stateless(), RequestCache(tmp_path / "c.sqlite"))
     assert [[r.text for r in c] for c in cached.complete_chains(chains)] == [["A", "B"], ["C"]]

@@ -18,19 +18,22 @@ from types import SimpleNamespace
 
 import pytest
 
-from kame_data.llm.base import REFUSED, ChatRequest, ChatResult
+from kame_data.llm.base import REFUSED, Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache, SharedRequestCache
 from kame_data.llm.config import BackendConfig
 from kame_data.llm.openai_backend import BackendConfigError, OpenAIBackend
-from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.records import Dialogue, Reject, Sample, SourceItem, Turn
 from kame_data.runner.progress import Progress
 from kame_data.script.llm import rewrite_batch
-from kame_data.script.template import ScriptConfig
+from kame_data.script.config import ScriptConfig
 from kame_data.storage import Storage
+from kame_data.step import RunContext
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer, Trickle, refusal
 from tests.synthetic import synthetic_dialogue, timed_dialogue
+from tests.steps import run_flat
 
 KEYLIKE = "sk-live0123456789abcdefXYZ"  # a key a server echoes in its reason: scrubbed everywhere
 
@@ -80,8 +83,8 @@ def test_a_refused_dialogue_is_one_final_reject_and_the_others_go_on(tmp_path):
     cache = RequestCache(tmp_path / "c.sqlite")
     with LoopbackServer(override=content_filter) as srv:
         stage = OracleStage(OracleConfig(backend=BackendConfig(kind="openai", model="loopback", base_url=srv.base_url,
-                                                               max_consecutive_failures=1000)), cache=cache)
-        out = stage.process(dialogues)
+                                                               max_consecutive_failures=1000)), RunContext(cache=cache))
+        out = run_flat(stage, dialogues)
         summary = stage.summary()
         stage.teardown()
     rejects = [o for o in out if isinstance(o, Reject) and o.reason == "llm_refused"]
@@ -282,10 +285,14 @@ def test_a_full_cache_disk_is_one_warning_line(tmp_path, monkeypatch, caplog, ki
     assert summary["cache_store_failed"]
 
 
-class _Chains:
+class _Chains(ChatBackend):
     """A backend that answers chains (as the embedded model does), without a model."""
 
     name, model = "chains", "echo"
+    capabilities = Capabilities(chains=True)
+
+    def complete(self, requests, on_answer=None):
+        return [c[0] for c in self.complete_chains([[r] for r in requests])]
 
     def complete_chains(self, chains):
         return [[ChatResult(f"echo {r.messages[-1][1]}") for r in chain] for chain in chains]

@@ -10,16 +10,19 @@ from kame_data.llm.config import BackendConfig
 from kame_data.llm.limits import BackendUnavailable, backoff_delay
 from kame_data.llm.openai_backend import OpenAIBackend
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.records import CHANNEL, Reject, Sample
+from kame_data.step import RunContext
 from tests.loopback_server import Faults, LoopbackServer
 from tests.synthetic import synthetic_dialogue
+from tests.steps import run_flat
 
 
 def _stage(server, cache=None, **backend):
     cfg = OracleConfig(backend=BackendConfig(kind="openai", model="loopback", base_url=server.base_url,
                                              concurrency=32, **backend))
-    st = OracleStage(cfg, cache=cache)
+    st = OracleStage(cfg, RunContext(cache=cache))
     st.setup()
     return st
 
@@ -29,13 +32,13 @@ def test_cache_sends_each_distinct_request_once(tmp_path):
     with LoopbackServer() as srv:
         cache = RequestCache(tmp_path / "c.sqlite")
         st = _stage(srv, cache)
-        out = st.process(dialogues)
+        out = run_flat(st, dialogues)
         assert all(isinstance(o, Sample) for o in out)
         assert srv.calls == len(srv.bodies) == st.backend.calls  # calls made = distinct requests
         first = srv.calls
         # a second stage over the same cache (a rerun): no call at all
         st2 = _stage(srv, RequestCache(tmp_path / "c.sqlite"))
-        out2 = st2.process(dialogues)
+        out2 = run_flat(st2, dialogues)
         assert srv.calls == first and st2.backend.calls == 0
         assert [o.oracle for o in out2] == [o.oracle for o in out]
 
@@ -51,7 +54,7 @@ def test_level5_and_trigger_options():
         st = OracleStage(OracleConfig(level5="call", backend=BackendConfig(kind="openai", model="m",
                                                                            base_url=srv.base_url)))
         st.setup()
-        st.process([r])
+        run_flat(st, [r])
         # every step is asked, level 5 included; steps with the same words ask the same thing once
         assert srv.calls == len({(s.conversation_context, s.level, s.true_reply) for s in every})
         assert any(s.level == 5 for s in every)
@@ -62,7 +65,7 @@ def test_fault_injection_every_dialogue_complete_or_rejected():
     faults = Faults(error_500=0.20, rate_429=0.05, hang=0.05, garbage=0.02, retry_after=0.05, hang_seconds=2.0)
     with LoopbackServer(latency=0.01, faults=faults, seed=11) as srv:
         st = _stage(srv, timeout=0.5, max_retries=6, backoff_base=0.02)
-        out = st.process(dialogues)
+        out = run_flat(st, dialogues)
     by_id = {}
     for o in out:
         by_id.setdefault(o.id.split("@")[0], []).append(o)
@@ -253,13 +256,14 @@ def test_one_meter_for_every_llm_call_of_a_run(tmp_path):
                "oracle": {"budget_usd": 1.5, "backend": {**backend, "completion_price_per_million": 2000.0}}}
         (tmp_path / "r.yaml").write_text(yaml.safe_dump(raw))
         config = RunConfig.resolve(load_recipe(tmp_path / "r.yaml"))
-        script, *_, oracle = config.build_steps(cache=None)
+        script, *_, oracle = config.build_steps()
         items = [r for r in load_source(SourceSpec(kind="gsm8k", path=str(FIXTURES / "gsm8k_test_200.jsonl"),
                                                    limit=3))]
+        script.setup()
         script.run(items)  # the loopback's replies are no rewrite: template fallbacks, but paid for
-        script_spend = script.meter.spent_usd()  # the run's meter, which the runner gave both steps
+        script_spend = script.context.meter.spent_usd()  # the run's meter, which the runner gave both steps
         oracle.setup()
-        assert oracle.meter.meter is script.meter is script.backend.inner.meter.meter and 0 < script_spend < 1.5
+        assert oracle.meter.meter is script.context.meter is script.backend.inner.meter.meter and 0 < script_spend < 1.5
         with pytest.raises(BudgetExceeded):
             oracle.run([synthetic_dialogue(i) for i in range(40)])
         summaries = {"script": script.summary(), "oracle": oracle.summary()}

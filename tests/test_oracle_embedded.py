@@ -9,7 +9,8 @@ import pytest
 from kame_data.llm.config import BackendConfig
 from kame_data.oracle.metrics import token_f1, true_replies
 from kame_data.oracle.prompts import reply_start
-from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.records import Sample
 from tests.synthetic import fixture_dialogues
 
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.slow
 
 def _predictions(dialogues, batches, **backend):
     stage = OracleStage(OracleConfig(backend=BackendConfig(kind="llamacpp", **backend)))
+    stage.setup()
     try:
         out = {}
         for batch in batches:
@@ -41,6 +43,7 @@ def test_ladder_climbs_on_a_fixed_set():
     """Mean token-F1 to the true reply rises with the hint level (a fixed set, fixed seeds)."""
     dialogues = fixture_dialogues(9)
     stage = OracleStage(OracleConfig(backend=BackendConfig(kind="llamacpp")))
+    stage.setup()
     try:
         samples = [o for group in stage.run(dialogues) for o in group if isinstance(o, Sample)]
     finally:

@@ -22,6 +22,7 @@ from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untang
 from kame_data.speech.stage import SpeakStage
 from kame_data.speech.timing import voiced_frames
 from kame_data.text import spoken_words, to_spoken
+from kame_data.step import RunContext
 
 SR = 24000
 
@@ -142,7 +143,7 @@ def _coqui_missing() -> str | None:
 
 
 def _render(voice: VoiceConfig, pauses: PauseConfig) -> RenderedDialogue:
-    stage = SpeakStage(SpeakConfig(user=voice, workers=1, pauses=pauses), seed=0)
+    stage = SpeakStage(SpeakConfig(user=voice, workers=1, pauses=pauses), RunContext(seed=0))
     d = Dialogue("pause-1-v0", "pause-1", "test", "misc", 0, [Turn("user", "B", THREE_SENTENCES, THREE_SENTENCES)])
     r = stage.render(d)
     assert isinstance(r, RenderedDialogue), r

@@ -7,11 +7,12 @@ import json
 
 import pytest
 
-from kame_data.llm.base import ChatRequest
+from kame_data.llm.base import ChatBackend, ChatRequest
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
 from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, META, SHORT, classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, Word
+from tests.steps import run_flat
 
 CONTEXT = ("B: Quick question. The list price of a book is four dollars and ninety five cents. "
            "It sells at a net price of two dollars and ninety five cents. What is the trade discount?")
@@ -121,7 +122,7 @@ def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_ta
     assert ChatRequest(messages=plain.messages).reply_start == ""
 
 
-class Scripted:
+class Scripted(ChatBackend):
     """A backend whose first answer to each step talks about the conversation, and whose retry
     answers properly, except for one step that only ever echoes the user."""
 
@@ -130,7 +131,7 @@ class Scripted:
     def __init__(self, echo_context: str):
         self.echo_context, self.seeds = echo_context, []
 
-    def complete(self, requests):
+    def complete(self, requests, on_answer=None):
         from kame_data.llm.base import ChatResult
 
         out = []
@@ -148,7 +149,8 @@ class Scripted:
 
 
 def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
-    from kame_data.oracle.stage import OracleConfig, OracleStage
+    from kame_data.oracle.config import OracleConfig
+    from kame_data.oracle.stage import OracleStage
     from kame_data.records import Reject, Sample
     from tests.synthetic import synthetic_dialogue
 
@@ -157,7 +159,7 @@ def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
     echo = next(s for s in steps if s.level < 5 and s.total_word_count > 8)
     backend = Scripted(prompts.user_message(echo.conversation_context, 0, "", "A").split("\n\n")[0])
     stage = OracleStage(OracleConfig(retries=2), backend=backend)
-    out = stage.process([r])
+    out = run_flat(stage, [r])
     sample = next(o for o in out if isinstance(o, Sample))
     rejects = [o for o in out if isinstance(o, Reject)]
     assert [x.reason for x in rejects] == ["empty_prediction"]

@@ -10,7 +10,7 @@ import yaml
 
 from kame_data.recipe import RecipeError, load_recipe
 from kame_data.resources import schema
-from kame_data.runner.config import RunConfig, dataclass_keys
+from kame_data.runner.config import RunConfig, dataclass_keys, sections
 from kame_data.speech.engines import VoiceConfig
 
 
@@ -34,11 +34,11 @@ def schema_keys(node: dict, root: dict) -> dict:
     return {k: schema_keys(v, root) for k, v in props.items()}
 
 
-@pytest.mark.parametrize("section", sorted(RunConfig.SECTIONS))
+@pytest.mark.parametrize("section", sorted(sections()))
 def test_schema_and_dataclasses_name_the_same_keys(section):
     root = schema("recipe")
     expected = schema_keys(root["properties"][section], root)
-    actual = dataclass_keys(RunConfig.SECTIONS[section])
+    actual = dataclass_keys(sections()[section])
     # voice pools are lists of VoiceConfig in the dataclass, a $def in the schema: compare them apart
     for role in ("assistant", "user"):
         if section == "speak":

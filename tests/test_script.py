@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kame_data.llm.base import ChatResult
+from kame_data.llm.base import ChatBackend, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache
 from kame_data.recipe import SourceSpec, build_config, load_recipe
 from kame_data.records import ASSISTANT, USER, Dialogue, Reject, SourceItem
@@ -23,9 +23,8 @@ from kame_data.script.llm import (
     rewrite_batch,
 )
 from kame_data.script.stage import ScriptStage
+from kame_data.script.config import LlmScriptConfig, ScriptConfig
 from kame_data.script.template import (
-    LlmScriptConfig,
-    ScriptConfig,
     ask,
     clip_words,
     script_batch,
@@ -33,6 +32,8 @@ from kame_data.script.template import (
     script_turns,
 )
 from kame_data.sources import load_items, load_source
+from kame_data.step import RunContext
+from tests.steps import run_flat
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = {
@@ -175,7 +176,7 @@ def test_quickstart_scripts_enough_dialogues():
 
 # ------------------------------------------------------------------ LLM rewrite mode
 
-class FakeBackend:
+class FakeBackend(ChatBackend):
     """Replies from the prompt: a rewrite of the template it carries (or a made-up answer when there
     is none), optionally broken in a given way."""
 
@@ -207,7 +208,7 @@ class FakeBackend:
             return "\n".join(turns[:-1] + ["ASSISTANT: ```\u2603```"])
         return "\n".join(turns)
 
-    def complete(self, requests):
+    def complete(self, requests, on_answer=None):
         self.requests += requests
         return [ChatResult(text=self.reply(r), prompt_tokens=10, completion_tokens=10) for r in requests]
 
@@ -252,7 +253,7 @@ class FlakyBackend(FakeBackend):
         super().__init__("good")
         self.failing = failing
 
-    def complete(self, requests):
+    def complete(self, requests, on_answer=None):
         good = super().complete(requests)
         return [ChatResult(text="", error="http_503") if r.seed in self.failing else g for r, g in zip(requests, good)]
 
@@ -294,11 +295,11 @@ def test_llm_prompt_and_parsing():
 def test_llm_stage_goes_through_the_cache(tmp_path):
     cache = RequestCache(tmp_path / "c.sqlite")
     first = FakeBackend("good")
-    stage = ScriptStage(ScriptConfig(style="llm", variants=2), seed=5, backend=CachedBackend(first, cache))
-    a = stage.process([_mc()])
+    stage = ScriptStage(ScriptConfig(style="llm", variants=2), RunContext(seed=5), backend=CachedBackend(first, cache))
+    a = run_flat(stage, [_mc()])
     second = FakeBackend("empty")  # would fail: every answer must come from the cache
-    stage2 = ScriptStage(ScriptConfig(style="llm", variants=2), seed=5, backend=CachedBackend(second, cache))
-    b = stage2.process([_mc()])
+    stage2 = ScriptStage(ScriptConfig(style="llm", variants=2), RunContext(seed=5), backend=CachedBackend(second, cache))
+    b = run_flat(stage2, [_mc()])
     assert [d.to_dict() for d in a] == [d.to_dict() for d in b]
     assert len(first.requests) == 2 and second.requests == [] and stage2.backend.cache_hits == 2
     assert stage.stats["llm"] == 2
@@ -325,7 +326,8 @@ def test_recipe_script_llm_section(tmp_path):
 _DUMP = """
 import json, sys
 from kame_data.recipe import build_config, load_recipe
-from kame_data.script.template import ScriptConfig, script_batch
+from kame_data.script.config import ScriptConfig
+from kame_data.script.template import script_batch
 from kame_data.sources import load_items
 r = load_recipe(sys.argv[1])
 items, rejects = load_items(r)

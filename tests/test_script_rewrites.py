@@ -11,9 +11,12 @@ from kame_data.llm.config import BackendConfig
 from kame_data.recipe import SourceSpec
 from kame_data.records import Dialogue, SourceItem
 from kame_data.script.stage import ScriptStage
-from kame_data.script.template import LlmScriptConfig, ScriptConfig, script_batch
+from kame_data.script.config import LlmScriptConfig, ScriptConfig
+from kame_data.script.template import script_batch
 from kame_data.sources import load_source
+from kame_data.step import RunContext
 from tests.loopback_server import LoopbackServer
+from tests.steps import run_flat
 
 
 def _template_lines(messages: list[dict]) -> list[str]:
@@ -79,8 +82,8 @@ def _run(items, reply, retries=1):
         cfg = ScriptConfig(style="llm", llm=LlmScriptConfig(
             retries=retries, backend=BackendConfig(kind="openai", model="loopback", base_url=srv.base_url,
                                                    max_retries=0)))
-        stage = ScriptStage(cfg, seed=0, cache=None)
-        out = stage.process(items)
+        stage = ScriptStage(cfg, RunContext(seed=0))
+        out = run_flat(stage, items)
         summary = stage.summary()
         stage.teardown()
         return out, summary["rewrites"], srv.calls
@@ -127,7 +130,7 @@ def test_the_prompt_carries_the_options_read_and_the_answer(items):
 
 
 def test_template_dialogues_are_checked_and_counted(items):
-    stage = ScriptStage(ScriptConfig(), seed=0)
-    out = stage.process(items)
+    stage = ScriptStage(ScriptConfig(), RunContext(seed=0))
+    out = run_flat(stage, items)
     assert all(isinstance(d, Dialogue) for d in out)
     assert stage.summary() == {"scripts": {"answer_lost": 0, "template": len(items), "template_rejected": 0}}

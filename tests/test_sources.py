@@ -9,7 +9,8 @@ import pytest
 from kame_data.recipe import RecipeError, SourceSpec, load_recipe
 from kame_data.records import FollowUp, Reject, SourceItem
 from kame_data.schema import validate
-from kame_data.script.template import ScriptConfig, script_batch
+from kame_data.script.config import ScriptConfig
+from kame_data.script.template import script_batch
 from kame_data.sources import filters as F
 from kame_data.sources import load_items, load_source
 from kame_data.sources.rows import BadRow, SourceError, read_rows

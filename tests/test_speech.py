@@ -12,12 +12,13 @@ from kame_data.speech.engines import VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken
+from kame_data.step import RunContext
 from tests.audio_checks import assert_speech_only_at_words
 
 
 @pytest.fixture(scope="module")
 def stage():
-    s = SpeakStage(SpeakConfig(workers=1), seed=7)
+    s = SpeakStage(SpeakConfig(workers=1), RunContext(seed=7))
     s.setup()
     return s
 
@@ -98,7 +99,7 @@ def test_recipe_forms_single_voice_and_pool():
 def test_voice_assignment_is_deterministic_and_uses_the_pool():
     cfg = SpeakConfig(assistant=(VoiceConfig("piper", "joe"), VoiceConfig("piper", "joe", length_scale=0.9),
                                  VoiceConfig("hibari", "heart")), workers=1)
-    a, b = SpeakStage(cfg, seed=3), SpeakStage(cfg, seed=3)
+    a, b = SpeakStage(cfg, RunContext(seed=3)), SpeakStage(cfg, RunContext(seed=3))
     firsts = set()
     for i in range(60):
         c = a.candidates(f"d-{i}-v0", "assistant")
@@ -106,7 +107,7 @@ def test_voice_assignment_is_deterministic_and_uses_the_pool():
         assert sorted(v.label for v in c) == sorted(v.label for v in cfg.assistant)  # fallbacks: the rest
         firsts.add(c[0])
     assert firsts == set(cfg.assistant)
-    other = SpeakStage(cfg, seed=4)
+    other = SpeakStage(cfg, RunContext(seed=4))
     assert [other.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)] != \
         [a.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)]
 
@@ -148,8 +149,8 @@ def test_workers_give_the_same_output_in_input_order():
              _dialogue("Name a red planet.", "Mars is the red planet.", "w-2-v0"),
              Dialogue("w-3-v0", "w-3", "test", "misc", 0, [Turn("user", "B", "\x1b[2J", "\x1b[2J")]),
              _dialogue("Which gas do plants take in?", "Carbon dioxide, mostly.", "w-4-v0")]
-    one = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 1}), seed=5).process(batch)
-    pool = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 2}), seed=5)
+    one = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 1}), RunContext(seed=5)).process(batch)
+    pool = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 2}), RunContext(seed=5))
     try:
         two = pool.process(batch)
     finally:

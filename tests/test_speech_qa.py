@@ -16,6 +16,7 @@ from kame_data.speech.whisper import (
     word_error_rate,
 )
 from kame_data.text import spoken_words, to_spoken
+from kame_data.step import RunContext
 
 
 def test_both_sides_normalise_the_same_way():
@@ -72,7 +73,7 @@ def test_whisper_hears_piper_and_agrees_on_word_starts():
 
     d = whisper_model_dir()
     assert (d / "model.bin").stat().st_size > 100_000_000 and (d / "tokenizer.json").is_file()
-    stage = SpeakStage(SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True), workers=1), seed=1)
+    stage = SpeakStage(SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True), workers=1), RunContext(seed=1))
     r = stage.render(_dialogue("qa-1-v0", "Which planet is known as the red planet? Is it A, Venus, or B, Mars?",
                                "It's B, Mars, because iron oxide covers its surface. It costs $24.50 for 3 apples."))
     assert isinstance(r, RenderedDialogue), r
@@ -86,7 +87,7 @@ def test_a_voice_that_fails_qa_is_replaced_then_the_dialogue_rejected():
     # espeak's formant voices are hard for Whisper base (WER about 0.3); piper's Joe is not
     pool = (VoiceConfig("espeak", "en-us+f3", rate=200), VoiceConfig("piper", "joe"))
     cfg = SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=0.15, max_start_error_ms=160), workers=1)
-    stage = SpeakStage(cfg, seed=2)
+    stage = SpeakStage(cfg, RunContext(seed=2))
     # a dialogue that draws the espeak voice first
     did = next(f"fb-{i}-v0" for i in range(100) if stage.candidates(f"fb-{i}-v0", "user")[0] == pool[0])
     user = "Which planet is known as the red planet? Is it Venus, or is it Mars?"
@@ -94,7 +95,7 @@ def test_a_voice_that_fails_qa_is_replaced_then_the_dialogue_rejected():
     assert isinstance(r, RenderedDialogue), r
     assert r.timings[0].voice == "piper:joe" and r.qa_retries == 1 and r.turn_wer[0] <= 0.15
 
-    strict = SpeakStage(SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=-1.0), workers=1), seed=2)
+    strict = SpeakStage(SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=-1.0), workers=1), RunContext(seed=2))
     strict.engines, strict.aligner = stage.engines, stage.aligner  # reuse the loaded models
     rej = strict.render(_dialogue(did, user, "Mars."))
     assert isinstance(rej, Reject) and rej.reason == "qa_wer"

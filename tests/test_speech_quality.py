@@ -14,6 +14,7 @@ from kame_data.speech.post import AcousticsStage, QualityStage
 from kame_data.speech.quality import QualityConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
 from kame_data.text import to_spoken
+from kame_data.step import RunContext
 
 USER = "Which planet is known as the red planet? Is it A, Venus; or B, Mars? I always mix them up."
 ASSISTANT = "It's B, Mars. Iron oxide, which is rust, covers its surface and makes it look red from far away."
@@ -25,14 +26,14 @@ def rendered() -> RenderedDialogue:
                                                      Turn("assistant", "A", ASSISTANT, to_spoken(ASSISTANT))])
     cfg = SpeakConfig(assistant=VoiceConfig("espeak", "en-gb-x-rp+m3", rate=160),
                       user=VoiceConfig("espeak", "en-us+f3"), workers=1, lead_in=1.0, tail=1.2, gap=(0.8, 0.8))
-    r = SpeakStage(cfg, seed=3).render(d)
+    r = SpeakStage(cfg, RunContext(seed=3)).render(d)
     assert isinstance(r, RenderedDialogue), r
     return r
 
 
 @pytest.fixture(scope="module")
 def quality() -> QualityStage:
-    return QualityStage(QualityConfig(enabled=True), seed=3)
+    return QualityStage(QualityConfig(enabled=True), RunContext(seed=3))
 
 
 def test_every_turn_gets_dnsmos_and_vad_figures(rendered, quality):
@@ -43,7 +44,7 @@ def test_every_turn_gets_dnsmos_and_vad_figures(rendered, quality):
         assert f["vad_word_share"] > 0.7 and f["vad_outside_s"] < 0.3  # speech inside the words, not outside
         assert f["clipped"] == 0 and -30 < f["lufs"] < -10
     assert np.array_equal(out.audio, rendered.audio)  # measuring changes nothing
-    assert QualityStage(QualityConfig(), 3).run([rendered]) == [[rendered]]  # off: passes through
+    assert QualityStage(QualityConfig(), RunContext(seed=3)).run([rendered]) == [[rendered]]  # off: passes through
 
 
 def test_planted_silent_turn_and_clipped_turn_are_rejected(rendered, quality):
@@ -64,10 +65,10 @@ def test_planted_silent_turn_and_clipped_turn_are_rejected(rendered, quality):
     mumble = rendered.audio.copy()  # speech where no word is: the timings lie
     mumble[int((u.end + 0.2) * sr): int((u.end + 0.2) * sr) + int(0.6 * sr), 1] = rendered.audio[
         int(u.start * sr): int(u.start * sr) + int(0.6 * sr), 1]
-    lenient = QualityStage(QualityConfig(enabled=True, dnsmos=False, max_speech_outside=0.2), 3)
+    lenient = QualityStage(QualityConfig(enabled=True, dnsmos=False, max_speech_outside=0.2), RunContext(seed=3))
     rej = lenient.run([replace(rendered, audio=mumble)])[0][0]
     assert isinstance(rej, Reject) and rej.reason == "speech_outside_words"
-    strict = QualityStage(QualityConfig(enabled=True, min_dnsmos=4.9), 3).run([rendered])[0][0]
+    strict = QualityStage(QualityConfig(enabled=True, min_dnsmos=4.9), RunContext(seed=3)).run([rendered])[0][0]
     assert isinstance(strict, Reject) and strict.reason == "low_dnsmos"
 
 
@@ -86,14 +87,14 @@ def test_user_noise_matches_the_sampled_snr_and_the_assistant_stays_clean(render
     spans = [(w.start, w.end) for w in rendered.words if w.speaker == "B"]
     for seed in range(3):
         cfg = AcousticsConfig(enabled=True, snr_db=(8.0, 25.0), reverb=reverb, rt60=(0.2, 0.4), rooms=2)
-        out = AcousticsStage(cfg, seed=seed).run([rendered])[0][0]
+        out = AcousticsStage(cfg, RunContext(seed=seed)).run([rendered])[0][0]
         assert np.array_equal(out.audio[:, 0], rendered.audio[:, 0])  # the assistant: bit-identical
         assert out.words == rendered.words and len(out.audio) == len(rendered.audio)
         p = out.acoustics
         assert 8.0 <= p["snr_db"] <= 25.0 and p["noise"] in cfg.noise and p["mic"] in cfg.mic
         assert (p["room"] is not None) == bool(reverb)
         assert abs(_measured_snr(out.audio, rendered.sample_rate, spans) - p["snr_db"]) < 1.0, p
-        again = AcousticsStage(cfg, seed=seed).run([rendered])[0][0]
+        again = AcousticsStage(cfg, RunContext(seed=seed)).run([rendered])[0][0]
         assert np.array_equal(again.audio, out.audio) and again.acoustics == p  # drawn from the seed
 
 

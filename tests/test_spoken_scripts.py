@@ -12,7 +12,8 @@ from num2words import num2words
 
 from kame_data.recipe import SourceSpec
 from kame_data.records import Dialogue, SourceItem
-from kame_data.script.template import ScriptConfig, script_batch
+from kame_data.script.config import ScriptConfig
+from kame_data.script.template import script_batch
 from kame_data.sources import load_source
 from kame_data.text import spoken_seconds, to_spoken
 

@@ -19,7 +19,7 @@ class Shout(Step[str, str]):
     name = "shout"
 
     def __init__(self, down=()):
-        super().__init__({"mode": "shout"}, seed=0)
+        super().__init__({"mode": "shout"})
         self.down = set(down)
         self.seen: list[str] = []
 
@@ -86,7 +86,7 @@ class Spend(Step[str, str]):
     resources = Resources(concurrent_batches=2)
 
     def __init__(self):
-        super().__init__({"mode": "spend"}, seed=0)
+        super().__init__({"mode": "spend"})
         self.second_done = threading.Event()
 
     def run(self, batch):

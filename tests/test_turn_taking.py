@@ -9,7 +9,8 @@ import pytest
 
 from kame_data.oracle.ladder import floor_words, ladder
 from kame_data.oracle.metrics import true_replies
-from kame_data.oracle.stage import OracleConfig, OracleStage
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.stage import OracleStage
 from kame_data.llm.config import BackendConfig
 from kame_data.records import Dialogue, RenderedDialogue, Sample, Turn, TurnTiming, Word
 from kame_data.speech.config import GapConfig, ReplyConfig, SpeakConfig
@@ -18,6 +19,7 @@ from kame_data.speech.mix import SpokenTurn
 from kame_data.speech.turntaking import TurnTakingConfig, backchannel_slots, barge_in
 from tests.loopback_server import LoopbackServer
 from tests.test_ladder import EXAMPLE, reference_ladder
+from tests.steps import run_flat
 
 
 def _floor(n: int = 40, speaker: str = "B", step: float = 0.35, pause_every: int = 8):
@@ -121,7 +123,7 @@ def test_oracle_stage_reads_the_floor_and_the_metrics_agree():
                          [TurnTiming(0.0, 1.6, "v"), TurnTiming(2.0, 2.7, "v")])
     with LoopbackServer() as srv:
         st = OracleStage(OracleConfig(backend=BackendConfig(kind="openai", model="m", base_url=srv.base_url)))
-        out = st.process([r])
+        out = run_flat(st, [r])
     sample = out[0]
     assert isinstance(sample, Sample)
     floor = [dict(s, prediction=None) for s in reference_ladder(floor_words(WITH_BACKCHANNEL), 0.5, target=0)]

@@ -11,6 +11,7 @@ from kame_data.records import Dialogue, RenderedDialogue, Turn
 from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken
+from kame_data.step import RunContext
 from tests.audio_checks import frame_rms
 
 pytestmark = pytest.mark.slow
@@ -55,7 +56,7 @@ def _median_f0(x: np.ndarray, sr: int) -> float:
 def rendered() -> dict[str, RenderedDialogue]:
     out = {}
     for v in VOICES:
-        stage = SpeakStage(SpeakConfig(user=v, workers=1), seed=0)
+        stage = SpeakStage(SpeakConfig(user=v, workers=1), RunContext(seed=0))
         d = Dialogue("voice-1-v0", "voice-1", "test", "misc", 0, [Turn("user", "B", TEXT, TEXT)])
         r = stage.render(d)
         assert isinstance(r, RenderedDialogue), (v.label, r)

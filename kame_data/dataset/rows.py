@@ -11,6 +11,7 @@ from kame_data.audio import wav_bytes
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000
+ORACLE_COLUMN = "oracle"  # a row's oracle events (kame_data's field names, docs/design.md "Oracle events")
 # Per-turn speech figures (null where not measured): Whisper's WER, then the quality step's.
 TURN_FIGURES = ("wer", "dnsmos", "dnsmos_sig", "dnsmos_bak", "vad_speech_s", "vad_outside_s", "vad_word_share", "lufs")
 
@@ -28,7 +29,7 @@ def features():
         "turns": List({"role": s, "speaker": s, "text": s, "spoken": s, "start": f64, "end": f64, "voice": s,
                        **{k: f64 for k in TURN_FIGURES}, "clipped": i32, "cut_words": i32}),
         "words": List({"speaker": s, "word": s, "start": f64, "end": f64, "backchannel": Value("bool")}),
-        "oracle": List({
+        ORACLE_COLUMN: List({
             "timestamp_ms": Value("int64"), "conversation_context": s, "prediction": s,
             "total_word_count": i32, "trigger_word": s, "recent_words": List(s),
             "current_spoken_ratio": f64, "channel": i32, "hint": s, "level": i32,
@@ -54,7 +55,7 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "turns": [{**t.to_dict(), "start": tm.start, "end": tm.end, "voice": tm.voice, **_figures(r, k)}
                   for k, (t, tm) in enumerate(zip(d.turns, r.timings))],
         "words": [w.to_dict() for w in r.words],
-        "oracle": [e.to_dict() for e in sample.oracle],
+        ORACLE_COLUMN: [e.to_dict() for e in sample.oracle],
         "acoustics": r.acoustics or None,
     }
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Protocol
+from typing import Callable, ClassVar
 
 
 @dataclass(frozen=True)
@@ -51,21 +52,46 @@ class ChatResult:
         return self.error == REFUSED
 
 
-class ChatBackend(Protocol):
-    name: str
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend does beyond answering a flat batch, declared so callers never probe for it.
+
+    `prefill`: it writes the prompt itself, so a request's `reply_start` becomes the answer's first
+    words. `chains`: it keeps state along a chain (a dialogue's requests in order), so an answer may
+    depend on the requests before it and chains must be sent whole. `streams`: `complete` takes
+    `on_answer`, called as each answer arrives, before the rest of the batch."""
+
+    prefill: bool = False
+    chains: bool = False
+    streams: bool = False
+
+
+AnswerHook = Callable[[int, "ChatResult"], None]
+
+
+class ChatBackend(ABC):
+    """A simulator service: batches of requests in, texts and token usage out."""
+
+    name: ClassVar[str]
     model: str
+    capabilities: ClassVar[Capabilities] = Capabilities()
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
-        ...
+    @abstractmethod
+    def complete(self, requests: list[ChatRequest], on_answer: AnswerHook | None = None) -> list[ChatResult]:
+        """One result per request, in order (a backend with `streams` calls `on_answer` as each
+        arrives; others may ignore it)."""
 
+    def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
+        """Answers for chains of requests (each chain: requests that extend one another, in
+        order). A backend without state between requests answers them as one flat batch."""
+        return regroup(chains, self.complete([r for chain in chains for r in chain]))
 
-def complete_chains(backend: ChatBackend, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
-    """Answers for chains of requests (each chain: requests that extend one another, in order).
-    A backend that keeps state between requests takes them as chains (`complete_chains`); any
-    other gets them as one flat batch."""
-    if hasattr(backend, "complete_chains"):
-        return backend.complete_chains(chains)
-    return regroup(chains, backend.complete([r for chain in chains for r in chain]))
+    def summary(self) -> dict:
+        """Figures for the manifest (retries, waits, cost, the model's licence); empty by default."""
+        return {}
+
+    def close(self) -> None:
+        """Release processes and connections; idempotent."""
 
 
 def regroup(chains: list[list[ChatRequest]], flat: list[ChatResult]) -> list[list[ChatResult]]:

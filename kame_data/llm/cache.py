@@ -94,7 +94,7 @@ class _InFlight:
         self.result: ChatResult | None = None  # None: the sender's batch failed before an answer
 
 
-class CachedBackend:
+class CachedBackend(ChatBackend):
     """Wraps a backend: answers come from the cache when present; identical requests are sent once,
     within a batch and across batches running at once (a later one waits for the answer); every
     fresh answer is stored as soon as it arrives (from a backend that streams them, before the rest
@@ -108,7 +108,7 @@ class CachedBackend:
     def __init__(self, inner: ChatBackend, cache: RequestCache | None):
         self.inner, self.cache = inner, cache
         self.name, self.model = inner.name, inner.model
-        self.prefill = getattr(inner, "prefill", False)
+        self.capabilities = inner.capabilities  # answers, as far as a caller can tell, are the inner backend's
         self.calls = 0  # requests actually sent to the backend
         self.cache_hits = 0  # requests answered without a call (the cache, or a batch already sending it)
         self.store_failed = ""  # why the cache stopped storing answers in this run, if it did
@@ -129,7 +129,7 @@ class CachedBackend:
                             "them (its checkpoints keep finished items; a later run asks again for the rest)",
                             getattr(self.cache, "path", "?"), self.store_failed)
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+    def complete(self, requests: list[ChatRequest], on_answer=None) -> list[ChatResult]:
         keys = [r.key(self.name, self.model) for r in requests]
         found: dict[str, ChatResult] = {}
         todo: dict[str, ChatRequest] = {}
@@ -178,7 +178,7 @@ class CachedBackend:
             finally:
                 self._land(todo_keys[index], res)
 
-        if getattr(self.inner, "streams_answers", False):
+        if self.inner.capabilities.streams:
             fresh = self.inner.complete(list(todo.values()), on_answer=store)
         else:
             fresh = self.inner.complete(list(todo.values()))
@@ -206,7 +206,7 @@ class CachedBackend:
         a run sharing the cache with another gets exactly the answers a fresh run would. Repeats
         within a chain (steps where no word arrived) are asked once. Other backends keep no state:
         their chains go out as one flat batch under the plain keys."""
-        if not hasattr(self.inner, "complete_chains"):
+        if not self.inner.capabilities.chains:
             return regroup(chains, self.complete([r for chain in chains for r in chain]))
         plans = []  # per chain: (distinct requests, their chain keys, index of each request among them)
         for chain in chains:
@@ -235,16 +235,13 @@ class CachedBackend:
                 answers[i] = results
         return [[answers[c][j] for j in plan[2]] for c, plan in enumerate(plans)]
 
+    def close(self) -> None:
+        self.inner.close()
+
     def summary(self) -> dict:
         """For the manifest: what was asked, answered from cache, and paid for."""
         out = {"backend": self.name, "model": self.model, "calls": self.calls, "cache_hits": self.cache_hits}
-        if getattr(self.inner, "license", ""):
-            out["model_license"] = self.inner.license
-        meter = getattr(self.inner, "meter", None)
-        if meter is not None:
-            out.update(meter.summary())
-        if hasattr(self.inner, "summary"):
-            out.update(self.inner.summary())  # retries, waits and refusals of a remote service
+        out.update(self.inner.summary())  # cost, retries, waits and refusals, the model's licence
         if self.store_failed:
             out["cache_store_failed"] = self.store_failed
         return out

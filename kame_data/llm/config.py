@@ -4,6 +4,7 @@ predictions, script rewrites), and the registry that opens a backend from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from kame_data.llm.accounting import Account
 from kame_data.llm.base import ChatBackend
@@ -36,27 +37,79 @@ class BackendConfig:
     completion_price_per_million: float = operational(0.0)
 
 
+@dataclass(frozen=True)
+class BackendSpec:
+    """One kind of simulator backend, as everything outside its module needs it.
+
+    `open` builds it from a config (imports happen there: no backend's packages load unless it is
+    used). `resources` gives (cores one running batch keeps busy, batches the step may run at
+    once). `runs_on`: where its work happens, for `plan` (cpu: this machine's cores; gpu; api: a
+    service elsewhere). `doctor`: what `kame-data doctor` should load to check it."""
+
+    kind: str
+    open: Callable[[BackendConfig, Account | None], ChatBackend]
+    resources: Callable[[BackendConfig], tuple[float, int]]
+    runs_on: str
+    doctor: Callable[[BackendConfig], dict[str, Any]] = lambda cfg: {}
+
+
+def _need_model(cfg: BackendConfig) -> str:
+    if not cfg.model:
+        raise ValueError(f"backend.model is required for the {cfg.kind} backend")
+    return cfg.model
+
+
+def _open_llamacpp(cfg: BackendConfig, meter: Account | None) -> ChatBackend:
+    from kame_data.llm.llamacpp import LlamaCppBackend
+
+    return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads, instances=cfg.instances,
+                           model=cfg.model)
+
+
+def _llamacpp_resources(cfg: BackendConfig) -> tuple[float, int]:
+    """One batch per model instance keeps every instance busy through the retry rounds (each
+    dialogue's chain starts from the same state, so the answers do not depend on scheduling)."""
+    from kame_data.llm.llamacpp import plan_instances
+
+    instances, threads = plan_instances(cfg.instances, cfg.threads)
+    return float(instances * threads), instances
+
+
+def _llamacpp_doctor(cfg: BackendConfig) -> dict[str, Any]:
+    return {"model_path": cfg.model_path} if cfg.model_path else ({"model": cfg.model} if cfg.model else {})
+
+
+def _open_openai(cfg: BackendConfig, meter: Account | None) -> ChatBackend:
+    from kame_data.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(_need_model(cfg), base_url=cfg.base_url, api_key_env=cfg.api_key_env,
+                         concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
+                         backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
+                         max_consecutive_failures=cfg.max_consecutive_failures, meter=meter,
+                         max_retry_after=cfg.max_retry_after)
+
+
+def _open_vllm(cfg: BackendConfig, meter: Account | None) -> ChatBackend:
+    from kame_data.llm.vllm_backend import VLLMBackend
+
+    return VLLMBackend(_need_model(cfg), meter=meter)
+
+
+# A remote service takes requests from several batches at once (its client bounds what is in flight).
+BACKENDS: dict[str, BackendSpec] = {spec.kind: spec for spec in (
+    BackendSpec("llamacpp", _open_llamacpp, _llamacpp_resources, "cpu", _llamacpp_doctor),
+    BackendSpec("openai", _open_openai, lambda cfg: (0.2, 8), "api"),
+    BackendSpec("vllm", _open_vllm, lambda cfg: (1.0, 1), "gpu"),
+)}
+
+
+def backend_spec(kind: str) -> BackendSpec:
+    try:
+        return BACKENDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown simulator backend {kind!r} (available: {', '.join(BACKENDS)})") from None
+
+
 def open_backend(cfg: BackendConfig, meter: Account | None = None) -> ChatBackend:
     """`meter`: the calling stage's account on the run's meter (remote backends only)."""
-    if cfg.kind == "llamacpp":
-        from kame_data.llm.llamacpp import LlamaCppBackend
-
-        return LlamaCppBackend(cfg.model_path, n_ctx=cfg.n_ctx, threads=cfg.threads, instances=cfg.instances,
-                               model=cfg.model)
-    if cfg.kind == "openai":
-        from kame_data.llm.openai_backend import OpenAIBackend
-
-        if not cfg.model:
-            raise ValueError("oracle.backend.model is required for the openai backend")
-        return OpenAIBackend(cfg.model, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
-                             concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
-                             backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
-                             max_consecutive_failures=cfg.max_consecutive_failures, meter=meter,
-                             max_retry_after=cfg.max_retry_after)
-    if cfg.kind == "vllm":
-        from kame_data.llm.vllm_backend import VLLMBackend
-
-        if not cfg.model:
-            raise ValueError("oracle.backend.model is required for the vllm backend")
-        return VLLMBackend(cfg.model, meter=meter)
-    raise ValueError(f"unknown simulator backend {cfg.kind!r} (available: llamacpp, openai, vllm)")
+    return backend_spec(cfg.kind).open(cfg, meter)

@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from kame_data.llm import llama_worker
-from kame_data.llm.base import ChatRequest, ChatResult
+from kame_data.llm.base import Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -90,9 +90,13 @@ def _complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
     return llama_worker.complete_chain(chain)
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(ChatBackend):
+    """The embedded model: one worker process per instance; each dialogue's requests go to one
+    instance as a chain that starts from the same state, so answers do not depend on scheduling.
+    The prompt is ours, so a request's reply_start is written as the answer's start."""
+
     name = "llamacpp"
-    prefill = True  # the prompt is ours: a request's reply_start is written as the answer's start
+    capabilities = Capabilities(prefill=True, chains=True)
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 2048, threads: int | None = None,
                  instances: int | None = None, model: str | None = None):
@@ -122,9 +126,12 @@ class LlamaCppBackend:
         except BrokenProcessPool:
             raise EngineCrashed(ENGINE, describe_death(self._pool)) from None
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+    def complete(self, requests: list[ChatRequest], on_answer=None) -> list[ChatResult]:
         """Independent requests: each a chain of its own."""
         return [r for chain in self.complete_chains([[req] for req in requests]) for r in chain]
+
+    def summary(self) -> dict:
+        return {"model_license": self.license} if self.license else {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

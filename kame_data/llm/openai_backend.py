@@ -26,12 +26,11 @@ import os
 import re
 import threading
 import time
-from typing import Callable
 
 from kame_data.errors import RunAbort
 from kame_data.llm import activity
 from kame_data.llm.accounting import OK, STOP, Account, BudgetExceeded, prompt_token_bound
-from kame_data.llm.base import REFUSED, ChatRequest, ChatResult
+from kame_data.llm.base import REFUSED, AnswerHook, Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.limits import (
     BackendUnavailable,
     RateLimiter,
@@ -51,7 +50,6 @@ _MODEL_MISSING = re.compile(r"(?i)model_not_found|unknown model|\bmodel\b.{0,80}
 _REASON_CHARS = 300
 
 
-AnswerHook = Callable[[int, ChatResult], None]
 
 
 class BackendConfigError(RunAbort):
@@ -70,9 +68,9 @@ def _secs(x: float) -> str:
     return f"{x:.0f} s" if x >= 10 else f"{x:.1f} s"
 
 
-class OpenAIBackend:
+class OpenAIBackend(ChatBackend):
     name = "openai"
-    streams_answers = True  # `complete` takes `on_answer`, called as each answer arrives
+    capabilities = Capabilities(streams=True)  # `complete` calls `on_answer` as each answer arrives
 
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 32, timeout: float = 30.0, max_retries: int = 6, backoff_base: float = 0.5,
@@ -283,5 +281,5 @@ class OpenAIBackend:
 
     def summary(self) -> dict:
         """For the manifest's `llm` section: failed attempts, refusals and the waits before retries."""
-        return {"failed_attempts": self.failures, "refused": self.refused,
+        return {**self.meter.summary(), "failed_attempts": self.failures, "refused": self.refused,
                 "retry_wait_s": round(self.retry_wait_s, 3), "retry_after_capped": self.retry_after_capped}

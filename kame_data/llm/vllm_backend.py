@@ -5,10 +5,10 @@ vLLM pins a torch that conflicts with moshi's, so it lives in its own environmen
 from __future__ import annotations
 
 from kame_data.llm.accounting import OK, Account, BudgetExceeded, prompt_token_bound
-from kame_data.llm.base import ChatRequest, ChatResult
+from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult
 
 
-class VLLMBackend:
+class VLLMBackend(ChatBackend):
     name = "vllm"
 
     def __init__(self, model: str, max_model_len: int | None = 4096, gpu_memory_utilization: float = 0.85,
@@ -23,7 +23,7 @@ class VLLMBackend:
         self.llm = LLM(model=model, max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
                        dtype=dtype)
 
-    def complete(self, requests: list[ChatRequest]) -> list[ChatResult]:
+    def complete(self, requests: list[ChatRequest], on_answer=None) -> list[ChatResult]:
         from vllm import SamplingParams
 
         if not requests:
@@ -41,6 +41,9 @@ class VLLMBackend:
         for worst, r in zip(held, results):
             self.meter.settle(worst, r.prompt_tokens, r.completion_tokens)
         return results
+
+    def summary(self) -> dict:
+        return self.meter.summary()
 
     def _reserve(self, requests: list[ChatRequest]) -> list[int]:
         """Hold every request's worst case before the batch runs; none held when one does not fit."""

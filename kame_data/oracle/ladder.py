@@ -24,7 +24,7 @@ def hint_level(ratio: float) -> int:
 
 
 @dataclass(frozen=True)
-class Step:
+class LadderStep:
     """One oracle step before prediction."""
 
     timestamp_ms: int
@@ -52,7 +52,7 @@ def floor_words(words: Sequence[Word]) -> list[Word]:
 
 
 def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | None = None,
-           channels: dict[str, int] | None = None, only_new_words: bool = False) -> list[Step]:
+           channels: dict[str, int] | None = None, only_new_words: bool = False) -> list[LadderStep]:
     """All steps of one dialogue (two speakers), in time order.
 
     `only_new_words` keeps a step only if words arrived since the previous kept step (steps
@@ -81,7 +81,7 @@ def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | N
         for s in speakers:
             next_of[s][i] = i if ws[i].speaker == s else next_of[s][i + 1]
 
-    steps: list[Step] = []
+    steps: list[LadderStep] = []
     lines: list[str] = []  # completed runs of the context
     run_words: list[str] = []  # words of the context's current (last) run
     run_start = 0  # index in ws of the current run's first word
@@ -109,7 +109,7 @@ def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | N
                 complete = ext[k - 1] - run_start + 1
                 ratio = heard / complete
                 context = "\n".join(lines + [f"{current}: {' '.join(run_words)}"])
-                steps.append(Step(
+                steps.append(LadderStep(
                     timestamp_ms=int(t * 1000),
                     conversation_context=context,
                     total_word_count=k,

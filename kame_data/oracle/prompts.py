@@ -18,7 +18,7 @@ import math
 import re
 
 from kame_data.llm.base import ChatRequest
-from kame_data.oracle.ladder import Step
+from kame_data.oracle.ladder import LadderStep
 from kame_data.records import ROLE
 
 PROMPT_VERSION = "3"
@@ -164,7 +164,7 @@ def reply_start(hint: str, level: int) -> str:
     return " ".join(words[:n])
 
 
-def build_request(step: Step, max_tokens: int, temperature: float, seed: int, prefill: bool = False) -> ChatRequest:
+def build_request(step: LadderStep, max_tokens: int, temperature: float, seed: int, prefill: bool = False) -> ChatRequest:
     """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer).
     `prefill`: the backend writes `reply_start` as the start of the answer (an embedded model)."""
     question = user_message(step.conversation_context, step.level, step.true_reply, step.next_speaker)

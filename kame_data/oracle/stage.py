@@ -5,63 +5,38 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
 
 from kame_data.llm.accounting import Account, Meter, Prices
-from kame_data.llm.base import REFUSED, ChatBackend, complete_chains
-from kame_data.llm.config import BackendConfig, open_backend
-from kame_data.oracle.ladder import CONTINUATION_GAP, Step, floor_words, ladder
+from kame_data.llm.base import REFUSED, ChatBackend
+from kame_data.llm.config import backend_spec, open_backend
+from kame_data.oracle.config import OracleConfig
+from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.scrub import scrub
-from kame_data.step import Resources, operational
-from kame_data.step import Step as PipelineStep
+from kame_data.step import Resources, RunContext, Step, StepSpec
 
 log = logging.getLogger(__name__)
 
 TARGETS = {"assistant": CHANNEL["A"], "user": CHANNEL["B"], "both": None}
 
 
-@dataclass(frozen=True)
-class OracleConfig:
-    interval: float = 0.5
-    target: str = "assistant"
-    retries: int = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
-    trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
-    level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
-    # A level-5 event inside a turn of the speaker being heard hands over the true reply before that
-    # speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
-    early_truth: str = "reject"  # reject | keep
-    budget_usd: float | None = operational(None)  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
-    backend: BackendConfig = field(default_factory=BackendConfig)
-
-    def __post_init__(self) -> None:
-        if self.early_truth not in ("reject", "keep"):
-            raise ValueError(f"oracle.early_truth must be reject or keep, not {self.early_truth!r}")
-
-    @property
-    def run_gap(self) -> float:
-        """The ladder's run rule (docs/design.md): a word ending this long after the previous one ends a
-        speaker's run. The speak step keeps every pause inside a turn below it."""
-        return CONTINUATION_GAP
-
-
-class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
+class OracleStage(Step[RenderedDialogue, Sample | Reject]):
     """Each dialogue's oracle ladder: the reference steps (ladder.py) with a simulator prediction
     per step, as a Sample plus a Reject per dropped event."""
 
     name = "oracle"
 
-    def __init__(self, config: OracleConfig, backend: ChatBackend | None = None, cache=None, meter=None):
-        """`backend` overrides the configured one (tests); `cache` is a RequestCache or None;
-        `meter` is the run's Meter (the runner's; by default one of its own with `budget_usd`)."""
-        super().__init__(config, seed=None)  # the simulator's seeds come from each request
+    def __init__(self, config: OracleConfig, context: RunContext | None = None, backend: ChatBackend | None = None):
+        """The context's cache (or None) keeps every answer; its meter is the run's (by default one
+        of this step's own with `budget_usd`). `backend` replaces the configured one (tests)."""
+        super().__init__(config, context)
         self.cfg = config
         self.backend = backend
-        self.cache = cache
         b = config.backend
+        meter = self.context.meter
         self.meter = Account(meter if meter is not None else Meter(config.budget_usd),
                              Prices(b.prompt_price_per_million, b.completion_price_per_million))
         self.replies: Counter[str] = Counter()  # attempts by outcome: ok, each non-reply kind, repaired cuts
@@ -73,15 +48,8 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         # in flight). The embedded model answers each dialogue as a chain that starts from the same
         # state (llm/llama_worker.py), so its answers do not depend on scheduling either: one batch
         # per model instance keeps every instance busy through the retry rounds.
-        b = self.cfg.backend
-        if b.kind == "openai":
-            return Resources(cpus=0.2, concurrent_batches=8)
-        if b.kind == "llamacpp":
-            from kame_data.llm.llamacpp import plan_instances
-
-            instances, threads = plan_instances(b.instances, b.threads)
-            return Resources(cpus=float(instances * threads), concurrent_batches=instances)
-        return Resources(cpus=1.0, concurrent_batches=1)
+        cpus, batches = backend_spec(self.cfg.backend.kind).resources(self.cfg.backend)
+        return Resources(cpus=cpus, concurrent_batches=batches)
 
     def identity(self) -> dict:
         """Checkpoints depend on the prompt text too, not only on the config."""
@@ -91,21 +59,30 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         if self.backend is None:
             from kame_data.llm.cache import CachedBackend
 
-            self.backend = CachedBackend(open_backend(self.cfg.backend, self.meter), self.cache)
+            self.backend = CachedBackend(open_backend(self.cfg.backend, self.meter), self.context.cache)
 
     def teardown(self) -> None:
-        inner = getattr(self.backend, "inner", None)
-        if hasattr(inner, "close"):
-            inner.close()
+        if self.backend is not None:
+            self.backend.close()
 
     def summary(self) -> dict:
-        out = self.backend.summary() if hasattr(self.backend, "summary") else {}
+        out = self.backend.summary() if self.backend is not None else {}
         return {**out, "prompt_version": PROMPT_VERSION, "predictions": dict(sorted(self.replies.items()))}
 
     def run(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
-        return self.map(batch)
+        """Per dialogue: [Sample, event rejects…] or [Reject]. All steps of the batch are sent
+        together, so a remote backend overlaps them."""
+        target = TARGETS[self.cfg.target]
+        # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
+        ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
+                          only_new_words=self.cfg.trigger == "new_words") for r in batch]
+        early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
+        ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
+        predictions = self._predict(ladders)
+        return [[reject] if reject else self._assemble(rendered, steps, mine)
+                for rendered, steps, mine, reject in zip(batch, ladders, predictions, early)]
 
-    def _predict(self, ladders: list[list[Step]]) -> list[list[tuple[str, str]]]:
+    def _predict(self, ladders: list[list[LadderStep]]) -> list[list[tuple[str, str]]]:
         """(prediction, error) per step of each dialogue. Level 5 is the true reply unless `level5: call`.
 
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
@@ -116,7 +93,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         hole a rerun might fill."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
-        prefill = getattr(self.backend, "prefill", False)
+        prefill = self.backend.capabilities.prefill
         out = [[(s.true_reply, "") if (s.level == 5 and direct) else ("", "") for s in steps] for steps in ladders]
         pending = [[i for i, s in enumerate(steps) if not (s.level == 5 and direct)] for steps in ladders]
         last: dict[tuple[int, int], str] = {}  # the latest non-reply kind of each step still pending
@@ -127,7 +104,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt, prefill=prefill)
                        for i in pending[d]]
                       for d in live]
-            answers = complete_chains(self.backend, chains)
+            answers = self.backend.complete_chains(chains)
             last = {}
             for d, results in zip(live, answers):
                 still = []
@@ -147,7 +124,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             self._count(f"dropped_{kind}")
         return out
 
-    def _reply(self, step: Step, res, max_tokens: int) -> tuple[str, str]:
+    def _reply(self, step: LadderStep, res, max_tokens: int) -> tuple[str, str]:
         """(cleaned text, '' or the kind of non-reply); counted for the manifest."""
         text = clean_prediction(res.text)
         shown = clue(step.true_reply, step.level)
@@ -166,21 +143,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
         with self._lock:
             self.replies[key] += 1
 
-    def map(self, batch: list[RenderedDialogue]) -> list[list[Sample | Reject]]:
-        """Per dialogue: [Sample, event rejects…] or [Reject]. All steps of the batch are sent
-        together, so a remote backend overlaps them."""
-        self.setup()
-        target = TARGETS[self.cfg.target]
-        # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
-        ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
-                          only_new_words=self.cfg.trigger == "new_words") for r in batch]
-        early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
-        ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
-        predictions = self._predict(ladders)
-        return [[reject] if reject else self._assemble(rendered, steps, mine)
-                for rendered, steps, mine, reject in zip(batch, ladders, predictions, early)]
-
-    def _early(self, rendered: RenderedDialogue, steps: list[Step]) -> Reject | None:
+    def _early(self, rendered: RenderedDialogue, steps: list[LadderStep]) -> Reject | None:
         """The dialogue's reject when a level-5 step falls inside a turn of the speaker heard
         (unless `early_truth: keep`)."""
         if self.cfg.early_truth == "keep":
@@ -203,7 +166,7 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
                       f"({turn['start']:.2f}-{turn['end']:.2f} s): ratio {step.current_spoken_ratio:.3f}, "
                       f"{to_come} word(s) still to come ({why})")
 
-    def _assemble(self, rendered: RenderedDialogue, steps: list[Step], mine: list[tuple[str, str]]):
+    def _assemble(self, rendered: RenderedDialogue, steps: list[LadderStep], mine: list[tuple[str, str]]):
         refused = [e.split(": ", 1)[1] for _, e in mine if e.startswith(f"{REFUSED}: ")]
         if refused:
             # The service refused this dialogue's requests (a content filter, a prompt over the
@@ -234,5 +197,12 @@ class OracleStage(PipelineStep[RenderedDialogue, Sample | Reject]):
             return out + [Reject(self.name, rendered.id, "no_oracle_events", "the ladder produced no events")]
         return [Sample(rendered=rendered, oracle=events)] + out
 
-    def process(self, batch: list[RenderedDialogue]) -> list[Sample | Reject]:
-        return [o for group in self.map(batch) for o in group]
+
+def _doctor(cfg: OracleConfig) -> dict:
+    """The simulator model `kame-data doctor --recipe` should load (the embedded backend only)."""
+    return backend_spec(cfg.backend.kind).doctor(cfg.backend)
+
+
+SPEC = StepSpec(OracleStage, OracleConfig, order=50, output="samples.jsonl", summary_key="llm",
+                about="simulated oracle ladders: a prediction per 0.5 s step from the simulator LLM",
+                budget=lambda cfg: cfg.budget_usd, doctor=_doctor)

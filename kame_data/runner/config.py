@@ -9,56 +9,58 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
-from kame_data.oracle.stage import OracleConfig
+from kame_data import pipeline
+from kame_data.dataset.config import PublishConfig
 from kame_data.recipe import Recipe, RecipeError, build_config, config_hash
-from kame_data.script.template import ScriptConfig
-from kame_data.sources.filters import FilterConfig
-from kame_data.speech.acoustics import AcousticsConfig
-from kame_data.speech.config import SpeakConfig
-from kame_data.speech.quality import QualityConfig
+from kame_data.sources.config import FilterConfig
+from kame_data.step import RunContext, Step, StepSpec
+
+# Sections of the run rather than of one step: what the sources step keeps, how the writer shards.
+RUN_SECTIONS: dict[str, type] = {"filters": FilterConfig, "publish": PublishConfig}
 
 
-@dataclass(frozen=True)
-class PublishConfig:
-    """The recipe's `publish:` section: how rows become shards and splits."""
-
-    rows_per_shard: int | None = None  # None with no shard_size_mb either: the writer's default
-    shard_size_mb: float | None = None
-    row_group_size: int = 8
-    split: str | None = None  # one split (default "train") …
-    splits: dict[str, float] | None = None  # … or fractions by name, summing to 1 (checked by the writer)
+def sections() -> dict[str, type]:
+    """Every recipe section with a config type: the run's own, then each registered step's (its name)."""
+    return {**RUN_SECTIONS, **{spec.name: spec.config for spec in pipeline.steps()}}
 
 
 @dataclass(frozen=True)
 class RunConfig:
+    """`filters` and `publish` for the run; `steps`: every registered step's config by its name,
+    also reachable as an attribute (`config.speak`)."""
+
     recipe: Recipe
     filters: FilterConfig = field(default_factory=FilterConfig)
-    script: ScriptConfig = field(default_factory=ScriptConfig)
-    speak: SpeakConfig = field(default_factory=SpeakConfig)
-    oracle: OracleConfig = field(default_factory=OracleConfig)
     publish: PublishConfig = field(default_factory=PublishConfig)
-    quality: QualityConfig = field(default_factory=QualityConfig)
-    acoustics: AcousticsConfig = field(default_factory=AcousticsConfig)
+    steps: dict[str, Any] = field(default_factory=dict)
 
-    SECTIONS = {"filters": FilterConfig, "script": ScriptConfig, "speak": SpeakConfig, "oracle": OracleConfig,
-                "publish": PublishConfig, "quality": QualityConfig, "acoustics": AcousticsConfig}
+    def __getattr__(self, name: str) -> Any:
+        steps = self.__dict__.get("steps") or {}
+        if name in steps:
+            return steps[name]
+        raise AttributeError(f"{type(self).__name__} has no section {name!r}")
 
     @classmethod
     def resolve(cls, recipe: Recipe) -> "RunConfig":
         """Every section built into its dataclass; a bad value names the recipe and the section."""
         built = {}
-        for name, section_cls in cls.SECTIONS.items():
+        for name, section_cls in sections().items():
             try:
                 built[name] = build_config(section_cls, recipe.raw.get(name) or {})
             except (TypeError, ValueError) as e:
                 raise RecipeError(f"recipe {recipe.path.name}: {name}: {e}") from e
-        if built["speak"].pauses.long_pauses and built["oracle"].early_truth == "reject":
+        config = cls(recipe=recipe, **{k: built.pop(k) for k in RUN_SECTIONS}, steps=built)
+        config._check()
+        return config
+
+    def _check(self) -> None:
+        """Settings of two steps that cannot go together."""
+        if self.speak.pauses.long_pauses and self.oracle.early_truth == "reject":
             raise RecipeError(
-                f"recipe {recipe.path.name}: speak.pauses keeps pauses of {built['oracle'].run_gap:g} s or more "
+                f"recipe {self.recipe.path.name}: speak.pauses keeps pauses of {self.oracle.run_gap:g} s or more "
                 "inside turns (bound: false or thinking > 0), where the oracle ladder ends the speaker's run: "
                 "level 5, the true reply, comes before the turn is over. Set oracle.early_truth: keep to "
                 "publish such dialogues (validate then counts their events instead of failing).")
-        return cls(recipe=recipe, **built)
 
     @property
     def name(self) -> str:
@@ -79,33 +81,58 @@ class RunConfig:
                                "batch_size": r.batch_size,
                                **({"max_item_errors": r.max_item_errors} if r.max_item_errors is not None else {}),
                                "sources": [_plain(asdict(s)) for s in r.sources]}
-        for name in self.SECTIONS:
+        for name in RUN_SECTIONS:
             out[name] = _plain(asdict(getattr(self, name)))
+        for name, section in self.steps.items():
+            out[name] = _plain(asdict(section))
         return out
 
     @property
     def config_hash(self) -> str:
         return config_hash(self.to_dict())
 
+    @property
+    def budget_usd(self) -> float | None:
+        """The run's LLM budget, read from the step that declares it (`StepSpec.budget`)."""
+        for spec in pipeline.steps():
+            if spec.budget is not None and spec.name in self.steps:
+                budget = spec.budget(self.steps[spec.name])
+                if budget is not None:
+                    return budget
+        return None
+
     def meter(self):
-        """The run's one LLM meter: `oracle.budget_usd` bounds every LLM call of the run."""
+        """The run's one LLM meter: its budget bounds every LLM call of the run."""
         from kame_data.llm.accounting import Meter
 
-        return Meter(self.oracle.budget_usd)
+        return Meter(self.budget_usd)
 
-    def build_steps(self, cache=None, meter=None) -> list:
-        """The processing steps between the sources and the writer, in order; every LLM step
-        draws on `meter` (the run's; a new one when not given)."""
-        from kame_data.oracle.stage import OracleStage
-        from kame_data.script.stage import ScriptStage
-        from kame_data.speech.post import AcousticsStage, QualityStage
-        from kame_data.speech.stage import SpeakStage
+    def backends(self) -> list[Any]:
+        """Every simulator backend config of the run's steps (their API keys are secrets to scrub)."""
+        from kame_data.llm.config import BackendConfig
 
-        meter = meter if meter is not None else self.meter()
-        return [ScriptStage(self.script, self.seed, cache=cache, meter=meter),
-                SpeakStage(self.speak, self.seed, run_gap=self.oracle.run_gap),
-                QualityStage(self.quality, self.seed), AcousticsStage(self.acoustics, self.seed),
-                OracleStage(self.oracle, cache=cache, meter=meter)]
+        found: list[Any] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, BackendConfig):
+                found.append(value)
+            elif is_dataclass(value):
+                for f in fields(value):
+                    walk(getattr(value, f.name))
+
+        for section in self.steps.values():
+            walk(section)
+        return found
+
+    def specs(self) -> list[tuple[StepSpec, Any]]:
+        """Each registered step with its config, in pipeline order."""
+        return [(spec, self.steps[spec.name]) for spec in pipeline.steps() if spec.name in self.steps]
+
+    def build_steps(self, context: RunContext | None = None) -> list[Step]:
+        """The processing steps between the sources and the writer, in order, sharing `context`
+        (the run's seed, LLM cache and meter; a fresh meter when none is given)."""
+        context = context or RunContext(seed=self.seed, meter=self.meter())
+        return [spec.build(cfg, context) for spec, cfg in self.specs()]
 
 
 def _plain(value: Any) -> Any:

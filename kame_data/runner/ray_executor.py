@@ -29,7 +29,7 @@ from kame_data.runner.executor import (
     apply_step,
     step_key,
 )
-from kame_data.step import Step
+from kame_data.step import RunContext, Step
 
 log = logging.getLogger(__name__)
 
@@ -94,17 +94,18 @@ class _RemoteMeter:
 
 
 class _StepActor:
-    """Builds the run's steps in the actor and applies step `index` to batches of encoded records
-    (kame_data/codec.py: nothing that travels between nodes can run code)."""
+    """Builds one step from what the driver gave it (its class, config and seed; models load in
+    the actor, once) and applies it to batches of encoded records (kame_data/codec.py: nothing
+    that travels between nodes can run code)."""
 
-    def __init__(self, config: RunConfig, index: int, store_root: str | None, cache_path: str | None, collector,
-                 meter):
+    def __init__(self, step_class: type[Step], step_config: Any, seed: int, budget_usd: float | None,
+                 store_root: str | None, cache_path: str | None, collector, meter):
         import uuid
 
         from kame_data.llm.cache import open_cache
 
         cache = open_cache(cache_path) if cache_path else None
-        self.step = config.build_steps(cache, _RemoteMeter(meter, config.oracle.budget_usd))[index]
+        self.step = step_class(step_config, RunContext(seed=seed, cache=cache, meter=_RemoteMeter(meter, budget_usd)))
         self.key = step_key(self.step)
         self.store = CheckpointStore(store_root) if store_root else None
         self.collector, self.id = collector, uuid.uuid4().hex
@@ -204,20 +205,20 @@ class RayExecutor:
         # On the driver's node: the counts must outlive any worker node.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
         collector = ray.remote(_Collector).options(num_cpus=0, scheduling_strategy=here).remote()
-        meter = ray.remote(Meter).options(num_cpus=0, scheduling_strategy=here).remote(self.config.oracle.budget_usd)
+        meter = ray.remote(Meter).options(num_cpus=0, scheduling_strategy=here).remote(self.config.budget_usd)
         # One block per batch: blocks flow through the steps independently, so a batch that
         # finished is written even when a later one fails (budget) and memory stays per batch.
         ds = ray.data.from_arrow([pa.table({
             "key": pa.array([k.key for k in batch], pa.string()),
             "blob": pa.array([encode(k.record) for k in batch], pa.large_binary()),
         }) for batch in batches])
-        for index, step in enumerate(steps):
+        for step in steps:
             ds = ds.map_batches(
                 _StepActor, batch_format="pyarrow", batch_size=self.config.batch_size, concurrency=self.actors,
-                num_cpus=self._cpus(step), fn_constructor_kwargs=dict(config=self.config, index=index,
-                                                          store_root=store.root if store else None,
-                                                          cache_path=str(self.cache_path) if self.cache_path else None,
-                                                          collector=collector, meter=meter))
+                num_cpus=self._cpus(step), fn_constructor_kwargs=dict(
+                    step_class=type(step), step_config=step.config, seed=step.seed, budget_usd=self.config.budget_usd,
+                    store_root=store.root if store else None,
+                    cache_path=str(self.cache_path) if self.cache_path else None, collector=collector, meter=meter))
 
         def report() -> None:
             for name, counts in ray.get(collector.drain.remote()):

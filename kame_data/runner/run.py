@@ -29,12 +29,13 @@ from kame_data.runner.executor import RunStats, StepCounts
 from kame_data.runner.item_errors import ItemErrors, TooManyItemErrors
 from kame_data.runner.manifest import build_manifest, llm_usage, quality_summary, write_outputs
 from kame_data.runner.progress import Progress
-from kame_data.runner.until import STAGES, write_partial
+from kame_data.runner.until import choices as until_choices
+from kame_data.runner.until import stages_until, summary_key, write_partial
 from kame_data.runner.write import WriteStep
 from kame_data.schema import validate
 from kame_data.scrub import ScrubbingFormatter, register_secret, scrub
 from kame_data.sources.step import SourcesStep
-from kame_data.step import Step
+from kame_data.step import RunContext, Step
 from kame_data.workers import FAULT_LOG_ENV, EngineCrashed
 
 log = logging.getLogger("kame_data.runner")
@@ -129,8 +130,8 @@ def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     object-store URL); `ray_runtime_env` is merged into the Ray workers' runtime_env."""
     if executor not in EXECUTORS:
         raise RunError(f"unknown executor {executor!r} (available: {', '.join(EXECUTORS)})")
-    if until is not None and until not in STAGES:
-        raise RunError(f"--until {until!r}: choose one of {', '.join(STAGES)}")
+    if until is not None and until not in until_choices():
+        raise RunError(f"--until {until!r}: choose one of {', '.join(until_choices())}")
     config = RunConfig.resolve(recipe)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,7 +146,7 @@ def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
     faulthandler.enable(file=handler.stream, all_threads=True)
     os.environ[FAULT_LOG_ENV] = str((out_dir / "run.log").resolve())
     cache = None
-    for backend in (config.script.llm.backend, config.oracle.backend):
+    for backend in config.backends():
         register_secret(os.environ.get(backend.api_key_env))  # never in a log, progress.json or card
     try:
         cache_path = None
@@ -157,7 +158,7 @@ def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
             from kame_data.llm.cache import open_cache
 
             cache = open_cache(cache_path) if cache_path else None
-            stages = config.build_steps(cache, config.meter())
+            stages = config.build_steps(RunContext(seed=config.seed, cache=cache, meter=config.meter()))
         store = CheckpointStore(checkpoints or out_dir / ".checkpoints") if resume else None
         if store is not None and checkpoints and store.storage.is_local:
             # A killed run's half-written checkpoints; a shared folder may hold another live run's.
@@ -208,7 +209,7 @@ class _Run:
         sources = SourcesStep(self.config.recipe, limit)
         items, self.rejects = sources.items()
         self.rejects += review_rejects(self.excluded)
-        self.timings["sources"] = time.perf_counter() - started
+        self.timings[SourcesStep.name] = time.perf_counter() - started
         log.info("run %s (%s executor): %d items -> %s", self.config.name, executor.name, len(items), self.out_dir)
         errors = ItemErrors(self.config.recipe.max_item_errors, len(items))
         try:
@@ -219,7 +220,7 @@ class _Run:
             raise self._fail(f"no source items to process ({len(self.rejects)} rejected; "
                              f"see {self.out_dir / 'rejects.jsonl'})")
         if until is not None:
-            stages = stages[: STAGES.index(until)]  # STAGES[0] is "sources"
+            stages = stages_until(stages, until)
         writer = None if until else WriteStep(self.config.publish, self.out_dir, self.config.seed,
                                               frozenset(self.excluded))
         try:
@@ -297,7 +298,7 @@ class _Run:
                   samples: list[dict[str, Any]], executor: str, stop: str, errors: ItemErrors) -> dict[str, Any]:
         from collections import Counter
 
-        counts: Counter[str] = Counter({"sources": items})
+        counts: Counter[str] = Counter({SourcesStep.name: items})
         for n in names:
             counts[n] = stats.counts.get(n, StepCounts()).outputs
         counts.update({REVIEW_REASON: len(self.excluded)} if self.excluded else {})
@@ -312,15 +313,10 @@ class _Run:
         manifest["rejects_transient"] = dict(sorted(Counter(r.reason for r in self.rejects if r.transient).items()))
         # Steps overlap: each one's span from first to last batch, beside its summed busy time.
         manifest["wall"] = {n: round(stats.counts.get(n, StepCounts()).wall, 3) for n in names}
-        if stats.summaries.get("oracle"):
-            manifest["llm"] = stats.summaries["oracle"]
-        if stats.summaries.get("speak"):
-            manifest["speak"] = stats.summaries["speak"]  # voice screening
-        if stats.summaries.get("script", {}).get("calls"):
-            manifest["llm_script"] = stats.summaries["script"]
-        elif stats.summaries.get("script"):
-            manifest["script"] = stats.summaries["script"]  # answer checks of template dialogues
-        manifest["llm_usage"] = llm_usage(self.config.oracle.budget_usd, stats.summaries)
+        for name in names:  # each step's figures under its key (StepSpec.summary_key)
+            if stats.summaries.get(name):
+                manifest.setdefault(summary_key(name), {}).update(stats.summaries[name])
+        manifest["llm_usage"] = llm_usage(self.config.budget_usd, stats.summaries)
         if stop:
             manifest["stopped"] = stop
         if errors.per_step:

@@ -13,16 +13,17 @@ from kame_data.dataset.rows import sample_row
 from kame_data.dataset.shards import ShardWriter
 from kame_data.dataset.stats import sample_figures
 from kame_data.records import Sample
-from kame_data.runner.config import PublishConfig, _plain
+from kame_data.dataset.config import PublishConfig
+from kame_data.runner.config import _plain
 from kame_data.runner.manifest import dialogue_quality
-from kame_data.step import Resources, Step
+from kame_data.step import Resources, RunContext, Step
 
 
 class WriteStep(Step[Sample, dict]):
     name = "write"
 
     def __init__(self, config: PublishConfig, out_dir: Path, seed: int = 0, excluded: frozenset[str] = frozenset()):
-        super().__init__(config, seed)
+        super().__init__(config, RunContext(seed=seed))
         self.out_dir = Path(out_dir)
         self.excluded = excluded  # row ids a reviewer left out (OUT/exclusions.jsonl): never written again
         self.writer: ShardWriter | None = None
@@ -39,7 +40,7 @@ class WriteStep(Step[Sample, dict]):
             self.writer = ShardWriter.from_publish(self.out_dir, _plain(asdict(self.config)), self.seed)
 
     def run(self, batch: list[Sample]) -> list[list[dict[str, Any]]]:
-        self.setup()
+        assert self.writer is not None, "the runner calls setup() before run()"
         out = []
         for sample in batch:
             if sample.id in self.excluded:
@@ -52,5 +53,5 @@ class WriteStep(Step[Sample, dict]):
 
     def finish(self) -> list[dict[str, Any]]:
         """Close every shard and give them their final names; the manifest's `shards`."""
-        self.setup()
+        assert self.writer is not None, "the runner calls setup() before finish()"
         return self.writer.finish()

@@ -18,7 +18,8 @@ from kame_data.errors import internal_error
 from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
 from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
-from kame_data.sources.filters import FilterConfig, check
+from kame_data.sources.config import FilterConfig
+from kame_data.sources.filters import check
 from kame_data.sources.row_schemas import RowSchema
 from kame_data.sources.rows import BadRow, SourceError, numbered_rows, where
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from kame_data.records import LETTERS, SourceItem
+from kame_data.sources.config import FilterConfig
 from kame_data.sources.pictures import context_reference, picture_reference
 from kame_data.text import spoken_seconds, spoken_words, to_spoken
 
@@ -21,21 +21,6 @@ from kame_data.text import spoken_seconds, spoken_words, to_spoken
 class Flag(NamedTuple):
     reason: str
     detail: str
-
-
-@dataclass(frozen=True)
-class FilterConfig:
-    """The recipe's `filters:` section."""
-
-    skip: tuple[str, ...] = ()  # reason codes whose filter is turned off
-    max_seconds: float = 45.0  # the shortest user turn the script could say (see too_long), at `words_per_second`
-    options_read: int = 2  # options counted in that turn: the answer and the shortest others (the script
-    # reads fewer options when a turn runs long, never fewer than the answer and one other)
-    words_per_second: float = 2.6
-    max_latex_commands: int = 8  # more LaTeX commands than this in an item is too much to read aloud
-    max_math_symbols: int = 8  # logic / set symbols (∨ ⊃ ∀ { } < >) in the question and options
-    max_foreign_letters: int = 0  # letters outside the Latin and Greek scripts (Han, Cyrillic, ...)
-    min_foreign_words: int = 3  # function words of another language that mark Latin-script text as foreign
 
 
 REASONS = ("malformed_answer", "not_english", "table", "needs_image", "needs_context", "code", "heavy_latex",

@@ -11,7 +11,7 @@ from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Reject, SourceItem
 from kame_data.sources.filters import dedup_key
 from kame_data.sources.sampling import assign_variants, select
-from kame_data.step import Resources, Step
+from kame_data.step import Resources, RunContext, Step
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class SourcesStep(Step[SourceSpec, SourceItem | Reject]):
         self.limit = limit
         self.filters = filter_config(recipe)
         super().__init__({"sources": [asdict(s) for s in recipe.sources], "filters": asdict(self.filters),
-                          "limit": limit}, recipe.seed)
+                          "limit": limit}, RunContext(seed=recipe.seed))
 
     @property
     def resources(self) -> Resources:

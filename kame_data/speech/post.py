@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from kame_data.records import Reject, RenderedDialogue
+from kame_data.records import SPEAKER, USER, Reject, RenderedDialogue
 from kame_data.speech.acoustics import AcousticsConfig, augment_user
 from kame_data.speech.quality import QualityConfig, QualityMeter, failure
-from kame_data.step import Resources, Step
+from kame_data.step import Resources, RunContext, Step, StepSpec
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +23,8 @@ class QualityStage(Step[RenderedDialogue, RenderedDialogue | Reject]):
 
     name = "quality"
 
-    def __init__(self, config: QualityConfig, seed: int = 0):
-        super().__init__(config, seed)
+    def __init__(self, config: QualityConfig, context: RunContext | None = None):
+        super().__init__(config, context)
         self.cfg = config
         self.meter: QualityMeter | None = None
 
@@ -39,9 +39,8 @@ class QualityStage(Step[RenderedDialogue, RenderedDialogue | Reject]):
             threadpool_limits(1, user_api="blas")  # the same figures whatever OMP_NUM_THREADS says
             self.meter = QualityMeter(self.cfg)
 
-    def measure(self, r: RenderedDialogue) -> RenderedDialogue | Reject:
-        self.setup()
-        assert self.meter is not None
+    def _measure(self, r: RenderedDialogue) -> RenderedDialogue | Reject:
+        assert self.meter is not None, "the executor calls setup() before run()"
         figures = self.meter.dialogue(r)
         problem = failure(figures, self.cfg)
         if problem:
@@ -52,7 +51,7 @@ class QualityStage(Step[RenderedDialogue, RenderedDialogue | Reject]):
     def run(self, batch: list[RenderedDialogue]) -> list[list[RenderedDialogue | Reject]]:
         if not self.cfg.enabled:
             return [[r] for r in batch]
-        return [[self.measure(r)] for r in batch]
+        return [[self._measure(r)] for r in batch]
 
 
 class AcousticsStage(Step[RenderedDialogue, RenderedDialogue]):
@@ -60,20 +59,29 @@ class AcousticsStage(Step[RenderedDialogue, RenderedDialogue]):
 
     name = "acoustics"
 
-    def __init__(self, config: AcousticsConfig, seed: int = 0):
-        super().__init__(config, seed)
+    def __init__(self, config: AcousticsConfig, context: RunContext | None = None):
+        super().__init__(config, context)
         self.cfg = config
 
     @property
     def resources(self) -> Resources:
         return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled)
 
-    def apply(self, r: RenderedDialogue) -> RenderedDialogue:
-        spans = [(w.start, w.end) for w in r.words if w.speaker == "B"]
+    def _apply(self, r: RenderedDialogue) -> RenderedDialogue:
+        spans = [(w.start, w.end) for w in r.words if w.speaker == SPEAKER[USER]]
         audio, params = augment_user(r.audio, r.sample_rate, spans, self.cfg, self.seed, r.id)
         return replace(r, audio=audio, acoustics=params)
 
     def run(self, batch: list[RenderedDialogue]) -> list[list[RenderedDialogue]]:
         if not self.cfg.enabled:
             return [[r] for r in batch]
-        return [[self.apply(r)] for r in batch]
+        return [[self._apply(r)] for r in batch]
+
+
+# CPU seconds per dialogue-minute on one core when switched on (benchmarks/conversation_steps.py).
+QUALITY_SPEC = StepSpec(QualityStage, QualityConfig, order=30, output="rendered.jsonl",
+                        about="per-turn figures of the clean render: DNSMOS, VAD against the words, clipping, loudness",
+                        cost=lambda cfg: {QualityStage.name: 3.0} if cfg.enabled else {})
+ACOUSTICS_SPEC = StepSpec(AcousticsStage, AcousticsConfig, order=40, output="rendered.jsonl",
+                          about="the user's room, microphone and noise on channel 1",
+                          cost=lambda cfg: {AcousticsStage.name: 1.5} if cfg.enabled else {})

@@ -19,13 +19,14 @@ _WORKER: SpeakStage | None = None
 _WORKER_ERROR = ""
 
 
-def init_worker(cfg: SpeakConfig, seed: int, run_gap: float) -> None:
+def init_worker(cfg: SpeakConfig, seed: int) -> None:
     """Runs once in each worker: loads every voice (and Whisper) on one thread."""
     from kame_data.speech.stage import SpeakStage
+    from kame_data.step import RunContext
 
     global _WORKER, _WORKER_ERROR
     try:
-        stage = SpeakStage(replace(cfg, workers=1), seed, run_gap)
+        stage = SpeakStage(replace(cfg, workers=1), RunContext(seed=seed))
         stage.open_local(threads=1)
         _WORKER = stage
     except Exception as e:  # reported to the parent by the first task, with its message

@@ -51,7 +51,7 @@ from kame_data.speech.speak_workers import (
 from kame_data.speech.text_checks import unspeakable
 from kame_data.speech.timing import complete_spans, cover_voice
 from kame_data.speech.voices import cast
-from kame_data.step import Resources, Step
+from kame_data.step import Resources, RunContext, Step, StepSpec
 from kame_data.text import spoken_tokens
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
@@ -80,12 +80,12 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
 
     name = "speak"
 
-    def __init__(self, config: SpeakConfig, seed: int = 0, run_gap: float = CONTINUATION_GAP):
-        """`run_gap`: the oracle's run rule (a word ending this long after the previous one ends a
-        run); every pause inside a turn is kept below it."""
-        super().__init__(config, seed)
+    def __init__(self, config: SpeakConfig, context: RunContext | None = None):
+        super().__init__(config, context)
         self.cfg = config
-        self.run_gap = run_gap
+        # The oracle's run rule (a word ending this long after the previous one ends a run): every
+        # pause inside a turn is kept below it (docs/design.md, "Oracle events").
+        self.run_gap = CONTINUATION_GAP
         self.workers = max(1, config.workers or os.cpu_count() or 1)
         self.engines: dict[VoiceConfig, TTSEngine] = {}
         self.aligner = None
@@ -139,7 +139,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
-        self._executor = worker_pool(self.workers, init_worker, (self.cfg, self.seed, self.run_gap))
+        self._executor = worker_pool(self.workers, init_worker, (self.cfg, self.seed))
         weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
         try:
             errors = list(self._executor.map(worker_ready, range(self.workers)))
@@ -395,3 +395,28 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             err = start_error_ms(spans, lined) if engine.timed else None
             turn.start_error_ms = None if err is None else round(err, 1)
         return self._shape(voice, turn, spoken)
+
+
+def _doctor(cfg: SpeakConfig) -> dict:
+    """A voice of each engine the recipe casts, for `kame-data doctor --recipe` to render."""
+    out: dict[str, str] = {}
+    for voice in cfg.voices:
+        out.setdefault(voice.engine, voice.voice)
+    return out
+
+
+# CPU seconds per dialogue-minute on one core (benchmarks/conversation_steps.py: 4 GSM8K dialogues per
+# configuration on a 2-core machine shared with other jobs). The plain step is TTS with Whisper QA;
+# variants, turn-taking and the answer round-trip are what each adds to it.
+CPU_S_PER_MINUTE = {"speak": 30.0, "variants": 4.0, "turns": 2.0, "answer": 8.0}
+
+
+def _cost(cfg: SpeakConfig) -> dict[str, float]:
+    parts = {"speak": True, "variants": any(v.is_variant for v in cfg.voices), "turns": cfg.turns.enabled,
+             "answer": cfg.answer.enabled}
+    return {k: CPU_S_PER_MINUTE[k] for k, on in parts.items() if on}
+
+
+SPEC = StepSpec(SpeakStage, SpeakConfig, order=20, output="rendered.jsonl",
+                about="speech: every turn through a voice of its role's pool, timed, checked and mixed to stereo",
+                doctor=_doctor, cost=_cost)
