@@ -75,6 +75,7 @@ def fit_gaps_cmd(path: Path = typer.Argument(..., help="A dataset folder, a kame
     import yaml
 
     from kame_data.dataset.fit_gaps import corpus_gaps, fit_histogram
+    from kame_data.speech.stage import SpeakStage
 
     try:
         gaps = corpus_gaps(path)
@@ -92,7 +93,7 @@ def fit_gaps_cmd(path: Path = typer.Argument(..., help="A dataset folder, a kame
     if not out:
         fail(f"no speaker changes found under {path}")
     typer.echo(f"# {len(gaps['reply'])} assistant replies, {len(gaps['other'])} other speaker changes in {path}")
-    typer.echo(yaml.safe_dump({"speak": out}, sort_keys=False, default_flow_style=None).rstrip())
+    typer.echo(yaml.safe_dump({SpeakStage.name: out}, sort_keys=False, default_flow_style=None).rstrip())
 
 
 def register(app: typer.Typer) -> None:

@@ -75,6 +75,7 @@ class Plan:
     qa: bool = False
     projection: Projection | None = None
     compute_s_per_minute: dict[str, float] = field(default_factory=dict)  # the recipe's steps that cost CPU
+    steps: list[str] = field(default_factory=list)  # the run's steps in order (the registry's)
 
     def project(self, res: Resources, calibration: dict[str, Any] | None = None) -> Projection | None:
         """Wall time per stage on `res` (None while the size is unknown)."""
@@ -108,7 +109,7 @@ class Plan:
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
-                "cpu_hours": self.cpu_hours(),
+                "cpu_hours": self.cpu_hours(), "steps": list(self.steps),
                 **({"projection": self.projection.to_dict()} if self.projection else {})}
 
 
@@ -213,6 +214,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
                 budget_usd=cfg.budget_usd, qa=speak.qa.enabled)
     plan.compute_s_per_minute = _step_costs(cfg)
+    plan.steps = [spec.name for spec, _ in cfg.specs()]
     engines = {SPEAKER[role]: speak.pool(role)[0].engine for role in (ASSISTANT, USER)}
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
@@ -290,7 +292,8 @@ def format_plan(plan: Plan) -> str:
     """The plan as a table for the terminal."""
     head = f"{'source':<12} {'items':>9} {'dialogues':>10} {'s/dialogue':>10} {'audio h':>9} {'LLM calls':>12} " \
            f"{'prompt tok':>14} {'output tok':>13}"
-    lines = [f"plan for recipe {plan.recipe!r} (script style: {plan.style})", "", head, "-" * len(head)]
+    lines = [f"plan for recipe {plan.recipe!r} (script style: {plan.style})",
+             "steps: " + " -> ".join(plan.steps) + " (kame-data steps)", "", head, "-" * len(head)]
 
     def row(name, items, dialogues, secs, hours, calls, prompt, completion):
         return (f"{name:<12} {_fmt(items):>9} {_fmt(dialogues):>10} {secs:>10} {_fmt(hours, 1):>9} {_fmt(calls):>12} "
