@@ -16,8 +16,9 @@ voices_app = typer.Typer(help="The voice catalogue: bundled voices and variants,
 @voices_app.command("list")
 def voices_list() -> None:
     """Catalogue voices and pools (usable by name in a recipe), and the piper voices in the voice cache."""
-    from kame_data.speech.engines import VARIANT_KNOBS
-    from kame_data.speech.voices import BUNDLED, POOLS, cached_piper_voices, voice_cache
+    from kame_data.speech.piper_engine import cached_piper_voices, voice_folder
+    from kame_data.speech.voice import VARIANT_KNOBS
+    from kame_data.speech.voices import BUNDLED, POOLS
 
     typer.echo("catalogue voices (speak.assistant / speak.user: NAME):")
     for name, v in BUNDLED.items():
@@ -27,7 +28,7 @@ def voices_list() -> None:
     for name, members in POOLS.items():
         typer.echo(f"  {name:<14} {', '.join(members)}")
     cached = cached_piper_voices()
-    typer.echo(f"piper voices in {voice_cache() / 'piper'}: {', '.join(cached) or 'none (kame-data voices add)'}")
+    typer.echo(f"piper voices in {voice_folder()}: {', '.join(cached) or 'none (kame-data voices add)'}")
 
 
 @voices_app.command("add")
@@ -35,7 +36,7 @@ def voices_add(model: Path = typer.Argument(..., help="A piper voice .onnx (its 
                name: Optional[str] = typer.Option(None, "--name", help="The name recipes use (default: file stem).")) -> None:
     """Copy a downloaded piper voice into the voice cache, so recipes can name it:
     `{engine: piper, voice: NAME}`. Nothing is downloaded; get voices from piper's own downloader."""
-    from kame_data.speech.voices import add_piper_voice
+    from kame_data.speech.piper_engine import add_piper_voice
 
     try:
         dest = add_piper_voice(model, name)

@@ -10,8 +10,8 @@ import pytest
 from kame_data.records import Dialogue, Reject, RenderedDialogue, SourceItem, Turn
 from kame_data.script.template import ScriptConfig, answer_key, script_item
 from kame_data.speech.answer import AnswerCheckConfig, answer_heard
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import to_spoken
 
 

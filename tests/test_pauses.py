@@ -17,10 +17,10 @@ import pytest
 from kame_data.oracle.ladder import CONTINUATION_GAP, ladder
 from kame_data.records import Dialogue, RenderedDialogue, Turn, Word
 from kame_data.speech.config import PauseConfig, SpeakConfig
-from kame_data.speech.engines import VoiceConfig, faster
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
 from kame_data.speech.stage import SpeakStage
 from kame_data.speech.timing import voiced_frames
+from kame_data.speech.voice import VoiceConfig, faster
 from kame_data.text import spoken_words, to_spoken
 
 SR = 24000

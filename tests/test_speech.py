@@ -8,7 +8,7 @@ import pytest
 
 from kame_data.recipe import build_config
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
-from kame_data.speech.engines import VoiceConfig, open_engine
+from kame_data.speech.voice import VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken

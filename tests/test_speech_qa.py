@@ -6,8 +6,8 @@ import pytest
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.runner.manifest import dialogue_quality, quality_summary
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.speech.whisper import (
     HeardWord,
     line_up,

@@ -9,10 +9,10 @@ import pytest
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.speech.acoustics import AcousticsConfig, colored_noise, draw_room, speech_mask
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.post import AcousticsStage, QualityStage
 from kame_data.speech.quality import QualityConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import to_spoken
 
 USER = "Which planet is known as the red planet? Is it A, Venus; or B, Mars? I always mix them up."

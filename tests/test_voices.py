@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kame_data.records import Dialogue, RenderedDialogue, Turn
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import spoken_words, to_spoken
 from tests.audio_checks import frame_rms
 
@@ -116,7 +116,7 @@ def test_coqui_engine_on_a_random_vits_model(tmp_path):
     from TTS.tts.configs.vits_config import VitsConfig
     from TTS.tts.models.vits import Vits, VitsArgs
 
-    from kame_data.speech.engines import open_engine
+    from kame_data.speech.voice import open_engine
 
     cfg = VitsConfig(use_phonemes=False, text_cleaner="english_cleaners")
     cfg.model_args = VitsArgs(hidden_channels=32, hidden_channels_ffn_text_encoder=64, num_layers_text_encoder=1,

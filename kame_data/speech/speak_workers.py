@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue
 from kame_data.speech.config import SpeakConfig
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.screen import voice_wer
+from kame_data.speech.voice import VoiceConfig
 
 if TYPE_CHECKING:
     from kame_data.speech.stage import SpeakStage

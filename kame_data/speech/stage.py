@@ -36,7 +36,6 @@ from kame_data.records import (
 )
 from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
 from kame_data.speech.answer import answer_lost
-from kame_data.speech.engines import TTSEngine, VoiceConfig, faster, open_engine
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
@@ -48,8 +47,10 @@ from kame_data.speech.speak_workers import (
     stage_voice_wer,
     worker_ready,
 )
+from kame_data.speech.synthesis import TTSEngine
 from kame_data.speech.text_checks import unspeakable
 from kame_data.speech.timing import complete_spans, cover_voice
+from kame_data.speech.voice import VoiceConfig, faster, open_engine
 from kame_data.speech.voices import cast
 from kame_data.step import Resources, Step
 from kame_data.text import spoken_tokens
@@ -126,7 +127,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             if voice not in self.engines:
                 self.engines[voice] = open_engine(voice, threads)
         needs_aligner = self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
-            or not all(e.timed for e in self.engines.values())
+            or not all(v.timed for v in self.engines)
         if needs_aligner and self.aligner is None:
             from kame_data.speech.whisper import WhisperAligner
 
@@ -180,7 +181,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
     @property
     def _needs_whisper(self) -> bool:
         return self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
-            or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices)
+            or not all(v.timed for v in self.cfg.voices)
 
     @property
     def engine_names(self) -> str:
@@ -310,7 +311,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         """A backchannel in the voice its speaker has in this dialogue: audio, words, spans."""
         key = (chosen[ROLE[speaker]], text)
         if key not in self._clips:
-            self._clips[key] = render_clip(self.engines[key[0]], text, self.cfg.sample_rate,
+            self._clips[key] = render_clip(self.engines[key[0]], key[0].timed, text, self.cfg.sample_rate,
                                            self.cfg.target_dbfs + self.cfg.turns.backchannel_db)
         return self._clips[key]
 
@@ -362,22 +363,22 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         return turn
 
     def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
-        engine = self.engines[voice]
+        engine, timed = self.engines[voice], voice.timed
         syn = engine.synthesize(spoken)
         tokens = spoken_tokens(spoken)
         words = [w for w, _ in tokens]
         audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
         spans = syn.spans
         heard = lined = None
-        if self.aligner is not None and (self.cfg.qa.enabled or not engine.timed):
+        if self.aligner is not None and (self.cfg.qa.enabled or not timed):
             from kame_data.speech.whisper import line_up
 
             heard = self.aligner.transcribe(audio, self.cfg.sample_rate)
             lined = line_up(words, heard)
-            if not engine.timed:
+            if not timed:
                 spans = lined.spans
         spans = complete_spans(spans, [len(w) for w in words], syn.audio, syn.sample_rate)
-        if not engine.timed:
+        if not timed:
             spans = cover_voice(spans, syn.audio, syn.sample_rate)
         duration = len(audio) / self.cfg.sample_rate
         spans = [(min(s, duration), min(e, duration)) for s, e in spans]
@@ -392,6 +393,6 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
 
             turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), 4)
             # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
-            err = start_error_ms(spans, lined) if engine.timed else None
+            err = start_error_ms(spans, lined) if timed else None
             turn.start_error_ms = None if err is None else round(err, 1)
         return self._shape(voice, turn, spoken)
