@@ -57,14 +57,14 @@ def voices_check(recipe: str = typer.Argument("quickstart", help="Recipe whose v
     from kame_data.speech.stage import SpeakStage
 
     cfg = RunConfig.resolve(load_recipe(recipe)).speak
-    stage = SpeakStage(replace(cfg, workers=1), 0)
-    stage.open_local(threads=1)
-    if stage.aligner is None:
+    renderer = SpeakStage(replace(cfg, workers=1), 0).renderer
+    renderer.load(threads=1)
+    if renderer.aligner is None:
         from kame_data.speech.whisper import WhisperAligner
 
-        stage.aligner = WhisperAligner(1)
+        renderer.aligner = WhisperAligner(1)
     for v in cfg.voices:
-        wer = voice_wer(stage.engines[v], stage.aligner, sentences, cfg.sample_rate, cfg.target_dbfs)
+        wer = voice_wer(renderer.engines[v], renderer.aligner, sentences, cfg.sample_rate, cfg.target_dbfs)
         typer.echo(f"  {v.label:<16} median WER {wer:.3f}" + ("  (left out at max_wer "
                                                              f"{cfg.screen.max_wer})" if wer > cfg.screen.max_wer else ""))
 

@@ -59,17 +59,17 @@ def test_replaced_assistant_audio_loses_the_answer():
     cfg = SpeakConfig(assistant=VoiceConfig("piper", "joe"), user=VoiceConfig("espeak", "en-us+f3"), workers=1,
                       answer=AnswerCheckConfig(enabled=True))
     stage = SpeakStage(cfg, seed=1)
-    ok = stage.render(dialogue("It's B, Mars, because iron oxide covers its surface."))
+    ok = stage.renderer.render(dialogue("It's B, Mars, because iron oxide covers its surface."))
     assert isinstance(ok, RenderedDialogue), ok
     # the same dialogue with another answer's audio on the assistant channel
-    lost = stage.render(dialogue("It's C, Jupiter, the largest planet of all."))
+    lost = stage.renderer.render(dialogue("It's C, Jupiter, the largest planet of all."))
     assert isinstance(lost, Reject) and lost.reason == "answer_lost" and lost.stage == "speak"
     assert "jupiter" in lost.detail.lower() and "piper:joe" in lost.detail
     # with a pool, the next assistant voice is tried before giving up
     two = SpeakStage(SpeakConfig(**{**cfg.__dict__, "assistant": (VoiceConfig("piper", "joe"),
                                                                   VoiceConfig("piper", "joe", length_scale=0.9))}), 1)
-    two.engines, two.aligner = stage.engines, stage.aligner
-    lost2 = two.render(dialogue("It's C, Jupiter, the largest planet of all."))
+    two.renderer.engines, two.renderer.aligner = stage.renderer.engines, stage.renderer.aligner
+    lost2 = two.renderer.render(dialogue("It's C, Jupiter, the largest planet of all."))
     assert isinstance(lost2, Reject) and lost2.reason == "answer_lost"
     tried = lost2.detail.rsplit("(voices tried: ", 1)[1].rstrip(")").split(", ")
     assert sorted(tried) == ["piper:joe", "piper:joe(length_scale=0.9)"]  # both, in the casting's order

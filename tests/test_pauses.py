@@ -144,7 +144,7 @@ def _coqui_missing() -> str | None:
 def _render(voice: VoiceConfig, pauses: PauseConfig) -> RenderedDialogue:
     stage = SpeakStage(SpeakConfig(user=voice, workers=1, pauses=pauses), seed=0)
     d = Dialogue("pause-1-v0", "pause-1", "test", "misc", 0, [Turn("user", "B", THREE_SENTENCES, THREE_SENTENCES)])
-    r = stage.render(d)
+    r = stage.renderer.render(d)
     assert isinstance(r, RenderedDialogue), r
     return r
 

@@ -25,7 +25,7 @@ def rendered() -> RenderedDialogue:
                                                      Turn("assistant", "A", ASSISTANT, to_spoken(ASSISTANT))])
     cfg = SpeakConfig(assistant=VoiceConfig("espeak", "en-gb-x-rp+m3", rate=160),
                       user=VoiceConfig("espeak", "en-us+f3"), workers=1, lead_in=1.0, tail=1.2, gap=(0.8, 0.8))
-    r = SpeakStage(cfg, seed=3).render(d)
+    r = SpeakStage(cfg, seed=3).renderer.render(d)
     assert isinstance(r, RenderedDialogue), r
     return r
 

@@ -57,7 +57,7 @@ def rendered() -> dict[str, RenderedDialogue]:
     for v in VOICES:
         stage = SpeakStage(SpeakConfig(user=v, workers=1), seed=0)
         d = Dialogue("voice-1-v0", "voice-1", "test", "misc", 0, [Turn("user", "B", TEXT, TEXT)])
-        r = stage.render(d)
+        r = stage.renderer.render(d)
         assert isinstance(r, RenderedDialogue), (v.label, r)
         out[v.label] = r
     return out
