@@ -61,7 +61,7 @@ def run(tmp: Path, name: str, items: int, speak: dict, base_url: str) -> dict:
 
 def screening_seconds(voice: str = "heart-m") -> float:
     """Seconds to screen one voice over 4 sentences (loads excluded)."""
-    from kame_data.speech.engines import open_engine
+    from kame_data.speech.voice import open_engine
     from kame_data.speech.screen import voice_wer
     from kame_data.speech.voices import BUNDLED
     from kame_data.speech.whisper import WhisperAligner

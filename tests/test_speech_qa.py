@@ -6,8 +6,8 @@ import pytest
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.runner.manifest import dialogue_quality, quality_summary
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.speech.whisper import (
     HeardWord,
     line_up,
@@ -74,12 +74,13 @@ def test_whisper_hears_piper_and_agrees_on_word_starts():
     d = whisper_model_dir()
     assert (d / "model.bin").stat().st_size > 100_000_000 and (d / "tokenizer.json").is_file()
     stage = SpeakStage(SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True), workers=1), RunContext(seed=1))
-    r = stage.render(_dialogue("qa-1-v0", "Which planet is known as the red planet? Is it A, Venus, or B, Mars?",
-                               "It's B, Mars, because iron oxide covers its surface. It costs $24.50 for 3 apples."))
+    r = stage.renderer.render(_dialogue(
+        "qa-1-v0", "Which planet is known as the red planet? Is it A, Venus, or B, Mars?",
+        "It's B, Mars, because iron oxide covers its surface. It costs $24.50 for 3 apples."))
     assert isinstance(r, RenderedDialogue), r
     assert max(r.turn_wer) <= 0.05, r.turn_wer
     assert all(e is not None and e <= 80 for e in r.turn_start_error_ms), r.turn_start_error_ms
-    assert isinstance(stage.aligner, WhisperAligner)
+    assert isinstance(stage.renderer.aligner, WhisperAligner)
 
 
 @pytest.mark.slow
@@ -89,14 +90,15 @@ def test_a_voice_that_fails_qa_is_replaced_then_the_dialogue_rejected():
     cfg = SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=0.15, max_start_error_ms=160), workers=1)
     stage = SpeakStage(cfg, RunContext(seed=2))
     # a dialogue that draws the espeak voice first
-    did = next(f"fb-{i}-v0" for i in range(100) if stage.candidates(f"fb-{i}-v0", "user")[0] == pool[0])
+    did = next(f"fb-{i}-v0" for i in range(100) if stage.renderer.candidates(f"fb-{i}-v0", "user")[0] == pool[0])
     user = "Which planet is known as the red planet? Is it Venus, or is it Mars?"
-    r = stage.render(_dialogue(did, user, "Mars."))
+    r = stage.renderer.render(_dialogue(did, user, "Mars."))
     assert isinstance(r, RenderedDialogue), r
     assert r.timings[0].voice == "piper:joe" and r.qa_retries == 1 and r.turn_wer[0] <= 0.15
 
     strict = SpeakStage(SpeakConfig(user=pool, qa=QAConfig(enabled=True, max_wer=-1.0), workers=1), RunContext(seed=2))
-    strict.engines, strict.aligner = stage.engines, stage.aligner  # reuse the loaded models
-    rej = strict.render(_dialogue(did, user, "Mars."))
+    loaded = stage.renderer
+    strict.renderer.engines, strict.renderer.aligner = loaded.engines, loaded.aligner  # reuse the loaded models
+    rej = strict.renderer.render(_dialogue(did, user, "Mars."))
     assert isinstance(rej, Reject) and rej.reason == "qa_wer"
     assert "espeak:en-us+f3(rate=200)" in rej.detail and "piper:joe" in rej.detail

@@ -9,10 +9,10 @@ import pytest
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.speech.acoustics import AcousticsConfig, colored_noise, draw_room, speech_mask
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.post import AcousticsStage, QualityStage
 from kame_data.speech.quality import QualityConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import to_spoken
 from kame_data.step import RunContext
 
@@ -26,14 +26,16 @@ def rendered() -> RenderedDialogue:
                                                      Turn("assistant", "A", ASSISTANT, to_spoken(ASSISTANT))])
     cfg = SpeakConfig(assistant=VoiceConfig("espeak", "en-gb-x-rp+m3", rate=160),
                       user=VoiceConfig("espeak", "en-us+f3"), workers=1, lead_in=1.0, tail=1.2, gap=(0.8, 0.8))
-    r = SpeakStage(cfg, RunContext(seed=3)).render(d)
+    r = SpeakStage(cfg, RunContext(seed=3)).renderer.render(d)
     assert isinstance(r, RenderedDialogue), r
     return r
 
 
 @pytest.fixture(scope="module")
 def quality() -> QualityStage:
-    return QualityStage(QualityConfig(enabled=True), RunContext(seed=3))
+    stage = QualityStage(QualityConfig(enabled=True), RunContext(seed=3))
+    stage.setup()
+    return stage
 
 
 def test_every_turn_gets_dnsmos_and_vad_figures(rendered, quality):
@@ -66,9 +68,12 @@ def test_planted_silent_turn_and_clipped_turn_are_rejected(rendered, quality):
     mumble[int((u.end + 0.2) * sr): int((u.end + 0.2) * sr) + int(0.6 * sr), 1] = rendered.audio[
         int(u.start * sr): int(u.start * sr) + int(0.6 * sr), 1]
     lenient = QualityStage(QualityConfig(enabled=True, dnsmos=False, max_speech_outside=0.2), RunContext(seed=3))
+    lenient.setup()
     rej = lenient.run([replace(rendered, audio=mumble)])[0][0]
     assert isinstance(rej, Reject) and rej.reason == "speech_outside_words"
-    strict = QualityStage(QualityConfig(enabled=True, min_dnsmos=4.9), RunContext(seed=3)).run([rendered])[0][0]
+    strict_stage = QualityStage(QualityConfig(enabled=True, min_dnsmos=4.9), RunContext(seed=3))
+    strict_stage.setup()
+    strict = strict_stage.run([rendered])[0][0]
     assert isinstance(strict, Reject) and strict.reason == "low_dnsmos"
 
 

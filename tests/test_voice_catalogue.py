@@ -11,8 +11,9 @@ import pytest
 
 from kame_data.recipe import build_config
 from kame_data.speech.config import SpeakConfig
-from kame_data.speech.engines import VoiceConfig, open_engine
-from kame_data.speech.voices import BUNDLED, POOLS, add_piper_voice, cast, piper_files, resolve
+from kame_data.speech.piper_engine import add_piper_voice, piper_files
+from kame_data.speech.voice import VoiceConfig, open_engine
+from kame_data.speech.voices import BUNDLED, POOLS, cast, resolve
 from kame_data.text import to_spoken
 from tests.test_voices import _ltas
 

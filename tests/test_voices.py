@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kame_data.records import Dialogue, RenderedDialogue, Turn
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
+from kame_data.speech.voice import VoiceConfig
 from kame_data.text import spoken_words, to_spoken
 from kame_data.step import RunContext
 from tests.audio_checks import frame_rms
@@ -58,7 +58,7 @@ def rendered() -> dict[str, RenderedDialogue]:
     for v in VOICES:
         stage = SpeakStage(SpeakConfig(user=v, workers=1), RunContext(seed=0))
         d = Dialogue("voice-1-v0", "voice-1", "test", "misc", 0, [Turn("user", "B", TEXT, TEXT)])
-        r = stage.render(d)
+        r = stage.renderer.render(d)
         assert isinstance(r, RenderedDialogue), (v.label, r)
         out[v.label] = r
     return out
@@ -117,7 +117,7 @@ def test_coqui_engine_on_a_random_vits_model(tmp_path):
     from TTS.tts.configs.vits_config import VitsConfig
     from TTS.tts.models.vits import Vits, VitsArgs
 
-    from kame_data.speech.engines import open_engine
+    from kame_data.speech.voice import open_engine
 
     cfg = VitsConfig(use_phonemes=False, text_cleaner="english_cleaners")
     cfg.model_args = VitsArgs(hidden_channels=32, hidden_channels_ffn_text_encoder=64, num_layers_text_encoder=1,

@@ -15,7 +15,9 @@ from kame_data.atomic import atomic_path, write_text
 from kame_data.dataset.folder import DatasetDir
 from kame_data.dataset.rows import features
 from kame_data.dataset.speech_card import SPEECH_KEYS, speech_sections
-from kame_data.records import CONTINUATION_GAP
+from kame_data.records import ASSISTANT, CONTINUATION_GAP, USER
+from kame_data.speech.voice import VoiceConfig
+from kame_data.speech.voices import role_default
 
 log = logging.getLogger("kame_data.dataset.card")
 
@@ -177,8 +179,8 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         + (f", kame-data commit `{manifest['git_commit']}`" if manifest.get("git_commit") else "") + ".",
         f"- Script: {recipe.get('script', {}).get('style', 'template')} style, "
         f"{recipe.get('script', {}).get('variants', 1)} spoken variant(s) per item.",
-        f"- Voices: assistant (A) {_voice(speak.get('assistant'), 'piper', 'joe')}; "
-        f"user (B) {_voice(speak.get('user'), 'espeak', 'en-us+f3')}.",
+        f"- Voices: assistant (A) {_voice(speak.get('assistant'), role_default(ASSISTANT))}; "
+        f"user (B) {_voice(speak.get('user'), role_default(USER))}.",
         f"- Pauses inside a turn: {_pauses(speak.get('pauses'), oracle)}",
         f"- Oracle simulator: {llm.get('backend', '?')} / {llm.get('model', '?')}"
         + (f" (model licence: {_cell(llm['model_license'])})" if llm.get("model_license") else "")
@@ -277,14 +279,15 @@ def _origin(recipe: dict[str, Any], kind: str) -> str:
     return f"{name}: " + ", ".join(where) if where else name
 
 
-def _voice(cfg: dict[str, Any] | list | None, engine: str, voice: str) -> str:
+def _voice(cfg: dict[str, Any] | list | None, default: VoiceConfig) -> str:
+    """A recipe's voice or pool in words; `default`: the role's voice when the recipe gives none."""
     if isinstance(cfg, list):  # a voice pool: each dialogue draws one
-        return "a pool of " + "; ".join(_voice(c, engine, voice) for c in cfg)
-    cfg = cfg or {"engine": engine, "voice": voice}
+        return "a pool of " + "; ".join(_voice(c, default) for c in cfg)
+    cfg = cfg or {"engine": default.engine, "voice": default.voice}
     if cfg.get("name"):  # a catalogue voice: its name says it (the Voices table has the rest)
         return f"`{cfg['name']}`"
     extra = ", ".join(f"{k} {v}" for k, v in cfg.items() if k not in ("engine", "voice"))
-    return f"{cfg.get('engine', engine)} `{cfg.get('voice', voice)}`" + (f" ({extra})" if extra else "")
+    return f"{cfg.get('engine', default.engine)} `{cfg.get('voice', default.voice)}`" + (f" ({extra})" if extra else "")
 
 
 def _pauses(cfg: dict[str, Any] | None, oracle: dict[str, Any]) -> str:

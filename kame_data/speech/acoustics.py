@@ -80,7 +80,7 @@ def room_rir(room: dict[str, Any], sample_rate: int) -> np.ndarray:
     """The room's impulse response, direct path at sample 0 and at unit gain; cached on disk."""
     import pyroomacoustics as pra
 
-    from kame_data.speech.whisper import cache_root
+    from kame_data.speech.cache import cache_root
 
     key = hashlib.sha256(json.dumps([room, sample_rate, pra.__version__], sort_keys=True).encode()).hexdigest()[:20]
     path = cache_root() / "rirs" / f"{key}.npy"

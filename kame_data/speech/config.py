@@ -9,10 +9,10 @@ from typing import Any, Union
 
 from kame_data.records import ASSISTANT, USER
 from kame_data.speech.answer import AnswerCheckConfig
-from kame_data.speech.engines import VoiceConfig
 from kame_data.speech.screen import ScreenConfig
 from kame_data.speech.turntaking import TurnTakingConfig
-from kame_data.speech.voices import resolve
+from kame_data.speech.voice import VoiceConfig
+from kame_data.speech.voices import resolve, role_default
 from kame_data.step import operational
 
 
@@ -153,8 +153,8 @@ VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of t
 @dataclass(frozen=True)
 class SpeakConfig:
     sample_rate: int = 24000
-    assistant: VoicePool = field(default_factory=lambda: VoiceConfig(engine="piper", voice="joe"))
-    user: VoicePool = field(default_factory=lambda: VoiceConfig(engine="espeak", voice="en-us+f3", rate=165))
+    assistant: VoicePool = field(default_factory=lambda: role_default(ASSISTANT))  # the catalogue's (voices.json)
+    user: VoicePool = field(default_factory=lambda: role_default(USER))
     gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
     pauses: PauseConfig = field(default_factory=PauseConfig)
     lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]

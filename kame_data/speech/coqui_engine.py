@@ -3,7 +3,7 @@
 Coqui downloads its catalogue models on first use, which a run must never do, so a voice here is
 a local model: a folder with `config.json` and a checkpoint (`model.pth`, `best_model.pth`,
 `checkpoint_*.pth`), or the checkpoint's path with `config.json` beside it. Coqui has no word
-timing API (`timed = False`): the speak stage times its words with the Whisper aligner.
+timing API (its spec says `timed=False`): the speak step times its words with the Whisper aligner.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kame_data.speech.engines import Synthesis, VoiceConfig
+from kame_data.speech.engine_spec import EngineSpec, Tempo
+from kame_data.speech.synthesis import Synthesis
 from kame_data.text import spoken_tokens
 
 _CHECKPOINTS = ("model.pth", "best_model.pth", "model_file.pth", "checkpoint.pth")
@@ -37,8 +38,8 @@ def model_files(voice: str) -> tuple[Path, Path]:
 
 
 class CoquiEngine:
-    def __init__(self, cfg: VoiceConfig, threads: int | None = None):
-        checkpoint, config = model_files(cfg.voice)
+    def __init__(self, voice: str, threads: int | None = None, *, speed: float):
+        checkpoint, config = model_files(voice)
         try:
             import torch
             from TTS.utils.synthesizer import Synthesizer
@@ -49,9 +50,7 @@ class CoquiEngine:
             torch.set_num_threads(threads)
         self.synthesizer = Synthesizer(tts_checkpoint=str(checkpoint), tts_config_path=str(config), use_cuda=False)
         self.sample_rate = int(self.synthesizer.output_sample_rate)
-        self.speed = cfg.speed
-        self.label = cfg.label
-        self.timed = False
+        self.speed = speed
 
     def synthesize(self, text: str) -> Synthesis:
         import torch
@@ -61,3 +60,10 @@ class CoquiEngine:
         wav = self.synthesizer.tts(text, split_sentences=True, **kwargs)
         audio = np.asarray(wav, np.float32).reshape(-1)
         return Synthesis(audio, self.sample_rate, [(None, None)] * len(spoken_tokens(text)))
+
+
+SPEC = EngineSpec(
+    name="coqui", loader=CoquiEngine, knobs=("speed",), timed=False, tempo=Tempo("speed"),
+    words_per_second=2.7,  # taken as piper's: no separate measurement
+    check=None,  # no model ships with kame-data, so the doctor has nothing to render
+)

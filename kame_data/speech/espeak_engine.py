@@ -18,7 +18,8 @@ import threading
 
 import numpy as np
 
-from kame_data.speech.engines import Span, Synthesis, VoiceConfig
+from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
+from kame_data.speech.synthesis import Span, Synthesis
 from kame_data.text import spoken_tokens
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
@@ -109,15 +110,14 @@ class _Library:
 
 
 class EspeakEngine:
-    def __init__(self, cfg: VoiceConfig):
-        self.cfg = cfg
+    def __init__(self, voice: str, threads: int | None = None, *, rate: int, pitch: int):
+        """`threads` is not used: espeak-ng synthesises on the calling thread."""
+        self.voice, self.rate, self.pitch = voice, rate, pitch
         self.library = _Library.get()
-        self.label = cfg.label
-        self.timed = True
-        self.library.speak("test", cfg.voice, cfg.rate, cfg.pitch)  # fail early on a bad voice name
+        self.library.speak("test", voice, rate, pitch)  # fail early on a bad voice name
 
     def synthesize(self, text: str) -> Synthesis:
-        audio, events = self.library.speak(text, self.cfg.voice, self.cfg.rate, self.cfg.pitch)
+        audio, events = self.library.speak(text, self.voice, self.rate, self.pitch)
         sr = self.library.sample_rate
         tokens = spoken_tokens(text)
         starts: list[float | None] = [None] * len(tokens)
@@ -133,3 +133,12 @@ class EspeakEngine:
                 starts[k] = sample / sr
         spans: list[Span] = [(s, None) for s in starts]
         return Synthesis(audio.astype(np.float32) / 32768.0, sr, spans)
+
+
+SPEC = EngineSpec(
+    name="espeak", loader=EspeakEngine, knobs=("rate", "pitch"), timed=True,
+    tempo=Tempo("rate", whole=True),
+    words_per_second=2.75,  # espeak-ng speaks `rate` words a minute: 165 by default
+    check=EngineCheck("espeak-ng", ("espeakng-loader",),
+                      "install espeakng-loader (kame-data[tts]) or Debian's libespeak-ng1", voice="en-us+f3"),
+)

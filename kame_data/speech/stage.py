@@ -1,77 +1,29 @@
-"""The speak stage: each turn through a voice of its role's pool, timed, checked, resampled,
-normalised and mixed into two channels.
+"""The speak step: dialogues in, rendered dialogues (or rejects) out, the same for any number of
+worker processes.
 
-Voices are drawn per dialogue from each role's pool by a hash of (seed, dialogue id, role), so a
-rerun speaks every dialogue with the same voices. With QA on, Whisper listens to every turn: a
-role whose turns it cannot understand (WER) or whose word starts disagree with what it heard is
-re-rendered with the pool's next voice, and the dialogue is rejected when no voice passes.
-Rendering runs in worker processes (one model load per worker, engines on one thread each, so
-the audio is the same whatever the number of workers).
+What one dialogue becomes is the DialogueRenderer's business (speech/renderer.py). The step owns
+what is around it: where the renderers live (here when `workers` is 1, else one in each worker
+process, with engines on one thread each so the audio does not depend on the number of workers),
+screening the pools once before any dialogue is cast, and sending each dialogue to a renderer.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import random
 import weakref
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from kame_data.audio import resample
-from kame_data.records import (
-    ASSISTANT,
-    ROLE,
-    CONTINUATION_GAP,
-    SPEAKER,
-    USER,
-    Dialogue,
-    Reject,
-    RenderedDialogue,
-    TurnTiming,
-    Word,
-)
+from kame_data.records import CONTINUATION_GAP, Dialogue, Reject, RenderedDialogue
 from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
-from kame_data.speech.answer import answer_lost
-from kame_data.speech.engines import TTSEngine, VoiceConfig, faster, open_engine
-from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
-from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
-from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
+from kame_data.speech.renderer import DialogueRenderer
 from kame_data.speech.screen import screen_pools
-from kame_data.speech.speak_workers import (
-    init_worker,
-    render_in_worker,
-    screen_in_worker,
-    stage_voice_wer,
-    worker_ready,
-)
-from kame_data.speech.text_checks import unspeakable
-from kame_data.speech.timing import complete_spans, cover_voice
-from kame_data.speech.voices import cast
+from kame_data.speech.speak_workers import init_worker, render_in_worker, screen_in_worker, worker_ready
 from kame_data.step import Resources, RunContext, Step, StepSpec
-from kame_data.text import spoken_tokens
 from kame_data.workers import EngineCrashed, describe_death, worker_pool
 
 log = logging.getLogger(__name__)
-
-TEMPOS = (1.1, 1.2)  # a turn whose long word leaves no pause to cut is spoken again this much faster
-
-
-def _draw(value: Any, rng: random.Random) -> float:
-    return rng.uniform(*value) if isinstance(value, tuple) else float(value)
-
-
-@dataclass
-class _Turn:
-    """One rendered turn and what QA measured on it."""
-
-    spoken: SpokenTurn
-    wer: float | None = None
-    start_error_ms: float | None = None
-    long_gaps: list[tuple[int, float]] = field(default_factory=list)  # pauses the run rule reads as its end
 
 
 class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
@@ -87,18 +39,22 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         # pause inside a turn is kept below it (docs/design.md, "Oracle events").
         self.run_gap = CONTINUATION_GAP
         self.workers = max(1, config.workers or os.cpu_count() or 1)
-        self.engines: dict[VoiceConfig, TTSEngine] = {}
-        self.aligner = None
-        self._threads: int | None = 1
+        self._renderer: DialogueRenderer | None = None
         self._executor = None
         self.screened: dict[str, float] = {}  # voice label -> median WER on the screening sentences
         self.dropped: set[str] = set()  # voices screening left out
-        self._clips: dict = {}  # (voice, text) -> a rendered backchannel
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "run_gap": self.run_gap}
 
-    # --- loading ---------------------------------------------------------------------------
+    @property
+    def renderer(self) -> DialogueRenderer:
+        """The renderer of this process (built on first use; it loads its voices when it first renders)."""
+        if self._renderer is None:
+            self._renderer = DialogueRenderer(self.cfg, self.seed, self.run_gap, self.name)
+        return self._renderer
+
+    # --- lifecycle -------------------------------------------------------------------------
 
     @property
     def resources(self) -> Resources:
@@ -108,29 +64,10 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
 
     def setup(self) -> None:
         if self.workers == 1:
-            self.open_local()
+            self.renderer.load()
         else:
             self._start_workers()
         self.screen()
-
-    def open_local(self, threads: int = 1) -> None:
-        """Load every voice of both pools (and Whisper when needed) in this process."""
-        self._threads = threads
-        if not self.engines:
-            # numpy's BLAS with several threads sums in another order, which moves Whisper's word
-            # timings by a frame: one thread makes a render the same whatever OMP_NUM_THREADS says.
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(1, user_api="blas")
-        for voice in self.cfg.voices:
-            if voice not in self.engines:
-                self.engines[voice] = open_engine(voice, threads)
-        needs_aligner = self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
-            or not all(e.timed for e in self.engines.values())
-        if needs_aligner and self.aligner is None:
-            from kame_data.speech.whisper import WhisperAligner
-
-            self.aligner = WhisperAligner(threads)
 
     def _start_workers(self) -> None:
         if self._executor is not None:
@@ -139,7 +76,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             from kame_data.speech.whisper import whisper_model_dir
 
             whisper_model_dir()  # assemble once here, not racing in every worker
-        self._executor = worker_pool(self.workers, init_worker, (self.cfg, self.seed))
+        self._executor = worker_pool(self.workers, init_worker, (self.cfg, self.seed, self.run_gap, self.name))
         weakref.finalize(self, self._executor.shutdown, wait=True, cancel_futures=True)
         try:
             errors = list(self._executor.map(worker_ready, range(self.workers)))
@@ -156,31 +93,25 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
-    # --- rendering -------------------------------------------------------------------------
+    # --- fan-out ---------------------------------------------------------------------------
 
-    def process(self, batch: list[Dialogue]) -> list[RenderedDialogue | Reject]:
-        """Render a batch; results come back in input order, the same for any number of workers."""
-        if self.workers == 1 or len(batch) == 0:
-            self.open_local()
-            self.screen()
-            return [self.render(d) for d in batch]
-        self._start_workers()
+    def run(self, batch: list[Dialogue]) -> list[list[RenderedDialogue | Reject]]:
+        """Each dialogue rendered (or rejected), in input order, the same for any number of workers."""
+        if self._executor is None:
+            return [[self.renderer.render(d)] for d in batch]
         futures = [self._executor.submit(render_in_worker, d, frozenset(self.dropped)) for d in batch]
         try:
-            return [f.result() for f in futures]
+            return [[f.result()] for f in futures]
         except BrokenProcessPool:
             crashed = EngineCrashed(self.engine_names, describe_death(self._executor),
                                     [d.id for d, f in zip(batch, futures) if not f.done() or f.exception()])
             self.teardown()
             raise crashed from None
 
-    def run(self, batch: list[Dialogue]) -> list[list[RenderedDialogue | Reject]]:
-        return [[r] for r in self.process(batch)]
-
     @property
     def _needs_whisper(self) -> bool:
         return self.cfg.qa.enabled or self.cfg.screen.enabled or self.cfg.answer.enabled \
-            or any(v.engine in ("hibari", "coqui") for v in self.cfg.voices)
+            or not all(v.timed for v in self.cfg.voices)
 
     @property
     def engine_names(self) -> str:
@@ -190,11 +121,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             names.append("whisper")
         return "speech engine (" + ", ".join(names) + ")"
 
-    def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
-        """The role's pool (less voices screening left out), starting at the voice this dialogue
-        draws by weight; the rest are QA fallbacks."""
-        pool = [v for v in self.cfg.pool(role) if v.label not in self.dropped]
-        return cast(pool, f"{self.seed}:voice:{dialogue_id}:{role}", self.cfg.balance)
+    # --- screening -------------------------------------------------------------------------
 
     def screen(self) -> None:
         """Leave out every pool voice Whisper cannot understand (`speak.screen`), once per stage."""
@@ -203,198 +130,12 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         if self._executor is not None:
             self.screened, self.dropped = screen_pools(self.cfg, lambda vs: list(self._executor.map(screen_in_worker, vs)))
         else:
-            self.open_local()
-            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [stage_voice_wer(self, v) for v in vs])
+            self.renderer.load()
+            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [self.renderer.voice_wer(v) for v in vs])
+            self.renderer.dropped = self.dropped
 
     def summary(self) -> dict:
         return {"voice_screen": self.screened} if self.screened else {}
-
-    def render(self, dialogue: Dialogue) -> RenderedDialogue | Reject:
-        """Render, then (with `speak.answer`) check the answer survived; a voice that loses it is
-        left out for this dialogue and the next assistant voice tried."""
-        skip: list[str] = []
-        while True:
-            r = self._render_once(dialogue, skip)
-            lost = self._answer_lost(dialogue, r) if isinstance(r, RenderedDialogue) else None
-            if lost is None:
-                return r
-            skip.append(next(t.voice for t, turn in zip(r.timings, dialogue.turns) if turn.role == ASSISTANT))
-            log.info("speak %s: the answer is lost with %s (%s)", dialogue.id, skip[-1], lost)
-            if not [v for v in self.candidates(dialogue.id, ASSISTANT) if v.label not in skip]:
-                return Reject(self.name, dialogue.id, "answer_lost", f"{lost} (voices tried: {', '.join(skip)})")
-
-    def _answer_lost(self, dialogue: Dialogue, r: RenderedDialogue) -> str | None:
-        return answer_lost(self.aligner, dialogue.answer, r, self.cfg.answer) if self.cfg.answer.enabled else None
-
-    def _render_once(self, dialogue: Dialogue, skip: list[str]) -> RenderedDialogue | Reject:
-        for k, turn in enumerate(dialogue.turns):
-            problem = unspeakable(turn.spoken, self.cfg.max_turn_seconds)
-            if problem:
-                return Reject(self.name, dialogue.id, problem[0], f"turn {k}: {problem[1]}")
-        self.open_local()
-        turns: dict[int, _Turn] = {}
-        retries = 0
-        chosen: dict[str, VoiceConfig] = {}
-        for role in (USER, ASSISTANT):
-            indices = [k for k, t in enumerate(dialogue.turns) if t.role == role]
-            if not indices:
-                continue
-            candidates = [v for v in self.candidates(dialogue.id, role) if v.label not in skip]
-            if role == ASSISTANT and len(candidates) > 1 and USER in chosen and candidates[0].label == chosen[USER].label:
-                candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
-            failure: tuple[str, str] | None = None
-            for attempt, voice in enumerate(candidates):
-                try:
-                    spoken = {k: self._speak_turn(voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken)
-                              for k in indices}
-                    self._quicken(voice, dialogue, spoken)
-                except Exception as e:  # an engine failing on one text must not stop the run
-                    log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
-                    return Reject(self.name, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}",
-                                  transient=True)  # an engine or aligner fault, not the text's: retried on rerun
-                failure = self._qa_failure(spoken) or self._pause_failure(spoken)
-                if failure is None:
-                    turns.update(spoken)
-                    chosen[role] = voice
-                    retries += attempt
-                    break
-                log.info("speak %s: %s fails QA (%s); trying the next voice", dialogue.id, voice.label, failure[1])
-            if role not in chosen:
-                assert failure is not None
-                return Reject(self.name, dialogue.id, failure[0],
-                              f"{role}: {failure[1]} (voices tried: {', '.join(v.label for v in candidates)})")
-        ordered = [turns[k] for k in range(len(dialogue.turns))]
-        for k, t in enumerate(ordered):
-            if not len(t.spoken.audio) or float(np.max(np.abs(t.spoken.audio))) < 1e-3:
-                return Reject(self.name, dialogue.id, "silent_audio", f"turn {k} synthesised to silence")
-        return self._mix(dialogue, ordered, retries, chosen)
-
-    def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int,
-             chosen: dict[str, VoiceConfig]) -> RenderedDialogue | Reject:
-        rng = random.Random(f"{self.seed}:gap:{dialogue.id}")
-        spoken = [t.spoken for t in turns]
-        gaps = [self.cfg.gap_for(spoken[k].speaker, spoken[k - 1].speaker).draw(
-                    rng, same_speaker=spoken[k].speaker == spoken[k - 1].speaker) for k in range(1, len(spoken))]
-        gaps = untangle_overlaps([(t.speaker, t.spans[0][1] - t.spans[0][0]) for t in spoken], gaps)
-        lead_in, tail = _draw(self.cfg.lead_in, rng), _draw(self.cfg.tail, rng)
-        live = random.Random(f"{self.seed}:turns:{dialogue.id}")  # its own stream: gaps stay as they were
-        spoken, forced, cut = plan_barge_ins(spoken, dialogue.answer, self.cfg.turns, live, self.cfg.sample_rate)
-        gaps = [forced.get(k + 1, g) for k, g in enumerate(gaps)]
-        pcm, words, timings = mix_turns(spoken, gaps, self.cfg.sample_rate, lead_in, tail)
-        late = [g for g in reply_gaps([t.speaker for t in spoken], timings)
-                if self.cfg.reply.max_seconds is not None and g > self.cfg.reply.max_seconds]
-        if late:
-            return Reject(self.name, dialogue.id, "late_reply",
-                          f"the assistant answers {late[0]:.2f} s after the user > {self.cfg.reply.max_seconds} s")
-        pcm, words = add_backchannels(pcm, words, timings, spoken, lambda sp, text: self._clip(chosen, sp, text),
-                                      self.cfg.turns, live, self.cfg.sample_rate)
-        # Turns are normalised below full scale, so a full-scale sample means overlapping audio clipped.
-        clipped = int(np.count_nonzero(np.abs(pcm.astype(np.int32)) >= 32767))
-        if clipped:
-            log.warning("speak %s: %d clipped samples", dialogue.id, clipped)
-        qa = self.cfg.qa.enabled
-        return RenderedDialogue(
-            dialogue=dialogue,
-            audio=pcm,
-            sample_rate=self.cfg.sample_rate,
-            words=[Word(speaker=s, word=w, start=a, end=b, backchannel=bc) for s, w, a, b, bc in words],
-            timings=[TurnTiming(start=a, end=b, voice=s.voice) for (a, b), s in zip(timings, spoken)],
-            turn_wer=tuple(t.wer for t in turns) if qa else (),
-            turn_start_error_ms=tuple(t.start_error_ms for t in turns) if qa else (),
-            clipped_samples=clipped,
-            qa_retries=retries,
-            turn_cut_words=tuple(cut) if any(cut) else (),
-        )
-
-    def _clip(self, chosen: dict[str, VoiceConfig], speaker: str, text: str):
-        """A backchannel in the voice its speaker has in this dialogue: audio, words, spans."""
-        key = (chosen[ROLE[speaker]], text)
-        if key not in self._clips:
-            self._clips[key] = render_clip(self.engines[key[0]], text, self.cfg.sample_rate,
-                                           self.cfg.target_dbfs + self.cfg.turns.backchannel_db)
-        return self._clips[key]
-
-    def _qa_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
-        if not self.cfg.qa.enabled:
-            return None
-        for k, t in spoken.items():
-            if t.wer is not None and t.wer > self.cfg.qa.max_wer:
-                return "qa_wer", f"turn {k}: WER {t.wer:.2f} > {self.cfg.qa.max_wer:.2f}"
-            if t.start_error_ms is not None and t.start_error_ms > self.cfg.qa.max_start_error_ms:
-                return "qa_timing", (f"turn {k}: word starts {t.start_error_ms:.0f} ms from Whisper's "
-                                     f"> {self.cfg.qa.max_start_error_ms:.0f} ms")
-        return None
-
-    def _pause_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
-        """A pause no cut could bring under the run rule (a word that alone lasts about as long)."""
-        for k, t in spoken.items():
-            if t.long_gaps:
-                i, gap = t.long_gaps[0]
-                words = t.spoken.words
-                return "early_truth", (f"turn {k}: {words[i]!r} ends {gap:.2f} s after {words[i - 1]!r}, which the "
-                                       f"oracle reads as the end of the turn (runs end at {self.run_gap:g} s)")
-        return None
-
-    def _quicken(self, voice: VoiceConfig, dialogue: Dialogue, spoken: dict[int, _Turn]) -> None:
-        """Speak again, a little faster, each turn where a word alone nearly fills the run rule
-        (nothing left to cut); its label then names the faster knob."""
-        for k, t in spoken.items():
-            for tempo in TEMPOS if t.long_gaps else ():
-                fast = faster(voice, tempo)
-                if fast not in self.engines:
-                    self.engines[fast] = open_engine(fast, self._threads)
-                again = self._speak_turn(fast, t.spoken.speaker, dialogue.turns[k].spoken)
-                if not again.long_gaps:
-                    log.info("speak %s turn %d: spoken at %s to keep its pauses under the run rule",
-                             dialogue.id, k, fast.label)
-                    spoken[k] = again
-                    break
-
-    def _shape(self, voice: VoiceConfig, turn: _Turn, spoken: str) -> _Turn:
-        """Pauses inside the turn under the run rule (and a thinking pause where the recipe asks)."""
-        t = turn.spoken
-        rng = random.Random(f"{self.seed}:pause:{voice.label}:{spoken}")
-        shaped = shape_pauses(t.audio, self.cfg.sample_rate, t.spans, pause_kinds(spoken), self.run_gap,
-                              self.cfg.pauses, rng, thinking=t.speaker == SPEAKER[USER])
-        turn.spoken = replace(t, audio=shaped.audio, spans=shaped.spans)
-        if self.cfg.pauses.bound:
-            turn.long_gaps = long_gaps(shaped.spans, self.run_gap, skip=shaped.thinking_before)
-        return turn
-
-    def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
-        engine = self.engines[voice]
-        syn = engine.synthesize(spoken)
-        tokens = spoken_tokens(spoken)
-        words = [w for w, _ in tokens]
-        audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
-        spans = syn.spans
-        heard = lined = None
-        if self.aligner is not None and (self.cfg.qa.enabled or not engine.timed):
-            from kame_data.speech.whisper import line_up
-
-            heard = self.aligner.transcribe(audio, self.cfg.sample_rate)
-            lined = line_up(words, heard)
-            if not engine.timed:
-                spans = lined.spans
-        spans = complete_spans(spans, [len(w) for w in words], syn.audio, syn.sample_rate)
-        if not engine.timed:
-            spans = cover_voice(spans, syn.audio, syn.sample_rate)
-        duration = len(audio) / self.cfg.sample_rate
-        spans = [(min(s, duration), min(e, duration)) for s, e in spans]
-        turn = _Turn(SpokenTurn(speaker, audio, words, spans, voice.label))
-        if heard is not None and self.cfg.qa.enabled:
-            from kame_data.speech.whisper import (
-                normalise_words,
-                start_error_ms,
-                transcript,
-                word_error_rate,
-            )
-
-            turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), 4)
-            # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
-            err = start_error_ms(spans, lined) if engine.timed else None
-            turn.start_error_ms = None if err is None else round(err, 1)
-        return self._shape(voice, turn, spoken)
 
 
 def _doctor(cfg: SpeakConfig) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kame_data.speech.engines import Span
+from kame_data.speech.synthesis import Span
 
 FRAME = 0.01  # seconds
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kame_data.speech.engines import Synthesis, TTSEngine, VoiceConfig
+from kame_data.speech.synthesis import Synthesis, TTSEngine
 
 PITCH_FLOOR = 60.0  # Hz: Praat's pitch analysis range, wide enough for deep male and high female voices
 PITCH_CEILING = 500.0
@@ -41,16 +41,12 @@ def change_voice(audio: np.ndarray, sample_rate: int, formant_shift: float = 1.0
 
 
 class VariantEngine:
-    """A base engine whose every synthesis goes through `change_voice`."""
+    """A base engine whose every synthesis goes through `change_voice` (the spans stay the base's)."""
 
-    def __init__(self, base: TTSEngine, cfg: VoiceConfig):
+    def __init__(self, base: TTSEngine, formant_shift: float, pitch_median: float, pitch_range: float):
         self.base = base
-        self.cfg = cfg
-        self.label = cfg.label
-        self.timed = base.timed
+        self.change = (formant_shift, pitch_median, pitch_range)
 
     def synthesize(self, text: str) -> Synthesis:
         syn = self.base.synthesize(text)
-        audio = change_voice(syn.audio, syn.sample_rate, self.cfg.formant_shift, self.cfg.pitch_median,
-                             self.cfg.pitch_range)
-        return Synthesis(audio, syn.sample_rate, syn.spans)
+        return Synthesis(change_voice(syn.audio, syn.sample_rate, *self.change), syn.sample_rate, syn.spans)

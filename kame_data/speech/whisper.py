@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import logging
-import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ import numpy as np
 
 from kame_data.atomic import atomic_path
 from kame_data.audio import resample
-from kame_data.speech.engines import Span
+from kame_data.speech.cache import cache_root
+from kame_data.speech.synthesis import Span
 from kame_data.text import to_spoken
 
 log = logging.getLogger(__name__)
@@ -33,12 +33,6 @@ _SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.txt")
 
 class AlignerUnavailable(RuntimeError):
     """The Whisper model or faster-whisper is not installed."""
-
-
-def cache_root() -> Path:
-    root = os.environ.get("KAME_DATA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kame-data")
-    return Path(root)
 
 
 def _package_data(name: str) -> Path:

@@ -1,0 +1,111 @@
+"""One voice: an engine, its voice name and knobs; its label, a faster copy of it, and the engine
+that speaks it.
+
+What a voice means for its engine (which knobs it reads, whether it times its words, which knob
+sets its tempo) comes from the engine table (speech/engines.py), so nothing here names an engine.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, fields, replace
+
+from kame_data.speech.engine_spec import EngineSpec
+from kame_data.speech.engines import DEFAULT_ENGINE, engine_spec, knobs_of
+from kame_data.speech.synthesis import TTSEngine
+from kame_data.speech.variants import VariantEngine
+
+# Speaker-variant knobs any engine's output takes (Praat's "Change gender", speech/variants.py).
+VARIANT_KNOBS = ("formant_shift", "pitch_median", "pitch_range")
+
+
+@dataclass(frozen=True)
+class VoiceConfig:
+    """A voice: an engine, its voice name and the engine's knobs (unused knobs are ignored).
+
+    `formant_shift`, `pitch_median` and `pitch_range` make a speaker variant of any voice (a
+    different apparent speaker from the same model); `name` gives it a short label; `sex`,
+    `accent` and `weight` are casting tags (speech/voices.py) that do not change the sound.
+    """
+
+    engine: str = DEFAULT_ENGINE
+    voice: str = "joe"
+    length_scale: float = 1.0
+    noise_scale: float = 0.667
+    noise_w_scale: float = 0.8
+    rate: int = 165
+    pitch: int = 50
+    speed: float = 1.0
+    formant_shift: float = 1.0  # > 1: a shorter vocal tract (brighter, more female); < 1: longer
+    pitch_median: float = 0.0  # Hz; 0 keeps the voice's own
+    pitch_range: float = 1.0  # scales the pitch excursions around the median
+    name: str = ""  # a short label ("joe-deep"); default: engine:voice(knobs)
+    sex: str = ""  # casting tags: female | male | ""
+    accent: str = ""
+    weight: float = 1.0  # relative chance of being cast (within its pool)
+
+    @property
+    def label(self) -> str:
+        """`name`, else `engine:voice` plus the knobs that differ from their defaults, so variants stay apart."""
+        if self.name:
+            return self.name
+        knobs = [f"{k}={getattr(self, k):g}" for k in knobs_of(self.engine) + VARIANT_KNOBS
+                 if getattr(self, k) != _default(k)]
+        return f"{self.engine}:{self.voice}" + (f"({','.join(knobs)})" if knobs else "")
+
+    @property
+    def spec(self) -> EngineSpec:
+        return engine_spec(self.engine)
+
+    @property
+    def timed(self) -> bool:
+        """Whether its engine times the words itself (else the Whisper aligner must)."""
+        return self.spec.timed
+
+    @property
+    def is_variant(self) -> bool:
+        return any(getattr(self, k) != _default(k) for k in VARIANT_KNOBS)
+
+    @property
+    def sound(self) -> "VoiceConfig":
+        """What decides the audio: the same voice without its label and casting tags."""
+        return replace(self, name="", sex="", accent="", weight=1.0)
+
+    @property
+    def base(self) -> "VoiceConfig":
+        """The engine voice a variant is made from (itself when it is not a variant)."""
+        return replace(self.sound, **{k: _default(k) for k in VARIANT_KNOBS})
+
+
+@functools.cache
+def _default(knob: str):
+    return next(f.default for f in fields(VoiceConfig) if f.name == knob)
+
+
+def faster(cfg: VoiceConfig, factor: float) -> VoiceConfig:
+    """The same voice speaking about `factor` times faster, through the engine's own tempo knob
+    (its label then shows the knob)."""
+    tempo = cfg.spec.tempo
+    return replace(cfg, **{tempo.knob: tempo.faster(getattr(cfg, tempo.knob), factor)})
+
+
+def words_per_second(cfg: VoiceConfig) -> float:
+    """The voice's typical speaking rate: its engine's at default knobs, scaled by its tempo knob."""
+    spec = cfg.spec
+    knob = spec.tempo.knob
+    return spec.tempo.speed(getattr(cfg, knob), _default(knob), spec.words_per_second)
+
+
+def open_engine(cfg: VoiceConfig, threads: int | None = None) -> TTSEngine:
+    """Load the engine for a voice (model files are loaded here, once per process: variants and
+    differently tagged copies of one voice share it). `threads` caps the engine's own thread pool
+    (1 inside worker processes)."""
+    if cfg.is_variant:
+        return VariantEngine(_open_base(cfg.base, threads), cfg.formant_shift, cfg.pitch_median, cfg.pitch_range)
+    return _open_base(cfg.sound, threads)
+
+
+@functools.lru_cache(maxsize=32)
+def _open_base(cfg: VoiceConfig, threads: int | None) -> TTSEngine:
+    spec = cfg.spec
+    return spec.loader(cfg.voice, threads, **{k: getattr(cfg, k) for k in spec.knobs})
