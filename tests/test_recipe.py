@@ -1,10 +1,13 @@
 """Loading a recipe: its own keys checked on load, every section checked and parsed once by the run
 config, and a bad recipe named down to the file, the section and the key."""
 
+import subprocess
+
 import pytest
 
 from kame_data.recipe import RecipeError, load_recipe
 from kame_data.runner.config import RunConfig
+from tests.conftest import CLI
 
 
 def test_bundled_quickstart_loads():
@@ -65,6 +68,16 @@ def test_sources_are_checked_on_load(tmp_path):
     p.write_text("name: x\nsources: []\n")
     with pytest.raises(RecipeError, match=r"recipe r.yaml: sources: \[\] should be non-empty"):
         load_recipe(p)
+
+
+def test_run_refuses_a_bad_section_before_touching_out(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\n" + SOURCE + "oracle: {level5: guess}\n")
+    r = subprocess.run(CLI + ["run", str(p), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: recipe r.yaml: oracle.level5: 'guess' is not one of ['hint', 'call']"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_recipe(tmp_path):
