@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' $(LOCK))
 WHEELS := $(VENV)/wheels
 
-.PHONY: setup demo test test-fast doctor lock rebuild-llama clean
+.PHONY: setup demo test test-fast doctor schema lock rebuild-llama clean
 
 $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	@echo "[1/4] creating $(VENV)"
@@ -64,6 +64,11 @@ test: setup
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The recipe's JSON Schema, generated from the config dataclasses (their types, limits and comments)
+# and the built-in steps: run after changing a config field; a test fails while the file is stale.
+schema: setup
+	$(BIN)/python -c "from kame_data.runner.recipe_schema import write; write('schemas/recipe.schema.json')"
 
 # Re-resolve the locks from pyproject.toml's ranges (plus requirements/pins.in) and strip local
 # version labels (torch 2.13.0+cpu -> 2.13.0), so the locks name releases, not one machine's files.

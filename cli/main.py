@@ -107,6 +107,12 @@ def run(
     except DatasetError as e:
         _fail(str(e), 1)
     from kame_data.runner import RunError, run_recipe
+    from kame_data.runner.config import RunConfig
+
+    try:
+        config = RunConfig.resolve(r)  # every section parsed once, before OUT is touched
+    except RecipeError as e:
+        _fail(str(e))
     from kame_data.sources.rows import SourceError
     from kame_data.storage import StorageError
 
@@ -121,7 +127,7 @@ def run(
     _console_logging()
     t0 = time.perf_counter()
     try:
-        result = run_recipe(r, out_dir, limit=limit, progress=_tqdm_factory(quiet), use_cache=not no_cache,
+        result = run_recipe(config, out_dir, limit=limit, progress=_tqdm_factory(quiet), use_cache=not no_cache,
                             executor=executor, ray_address=ray_address, resume=not no_resume, until=until,
                             checkpoints=checkpoints, llm_cache=llm_cache, ray_runtime_env=runtime_env,
                             ray_actors=ray_actors, force=force)

@@ -38,6 +38,11 @@ def steps() -> list[StepSpec]:
     return sorted(specs, key=lambda s: s.order)
 
 
+def built_in() -> tuple[StepSpec, ...]:
+    """kame-data's own steps, in pipeline order (what schemas/recipe.schema.json describes)."""
+    return tuple(sorted(_BUILTIN, key=lambda s: s.order))
+
+
 def names() -> list[str]:
     return [s.name for s in steps()]
 

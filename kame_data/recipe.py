@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypedDict, TypeVar
 
 import yaml
 
+from kame_data.config_schema import Schema, SchemaBuilder, not_a_key
 from kame_data.resources import bundled_recipe
 from kame_data.schema import SchemaError, validate
 
@@ -19,47 +21,68 @@ class RecipeError(ValueError):
     """The recipe cannot be used; the message names the file and the bad key."""
 
 
+# Names become folders (`out/<name>`, `out/train/<name>`): one plain path component, never `..`.
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+Count = Annotated[int, Schema(minimum=1)]
+
+
+class JsonlFields(TypedDict, total=False):
+    """`kind: jsonl`: which field of a row holds each part of an item (dotted names reach into objects)."""
+
+    question: str  # the question (required)
+    answer: str  # the answer (required)
+    category: str  # the item's category, for sampling and the card
+    options: str  # a list of answer options (a multiple-choice item)
+    explanation: str  # why the answer is right, read after it
+    id: str  # the item's id (default: its row number)
+
+
 @dataclass(frozen=True)
 class SourceSpec:
-    kind: str
-    path: str | None = None
-    hub: str | None = None
-    config: str | None = None
-    split: str | None = None
-    limit: int | None = None
-    license: str | None = None
-    # Selection and mix (see kame_data/sources/sampling.py): a stratified sample of `quota` items,
-    # optionally capped or fixed `per_category`, scripted into `variants` dialogues each or
-    # `dialogues` in all.
-    quota: int | None = None
-    per_category: int | dict[str, int] | None = None
-    categories: list[str] | None = None
-    variants: int | None = None
-    dialogues: int | None = None
-    # `kind: jsonl` only: the source's name in the output and its field mapping.
-    name: str | None = None
-    fields: dict[str, str] | None = None
-    # Malformed lines (not UTF-8, not JSON, not an object) are rejects, up to a count (an integer)
-    # or a fraction of the lines read (below 1): beyond it the file is not what the recipe says.
-    max_bad_rows: float = 0.05
+    """One source of items: a benchmark's rows from a local file or the Hugging Face hub, how many
+    of them to take and how many dialogues each makes (kame_data/sources/sampling.py)."""
+
+    kind: str  # the row format: a benchmark's own, or jsonl with `fields` naming the parts
+    path: str | None = None  # local JSONL, JSON or Parquet file, relative to the recipe
+    hub: str | None = None  # Hugging Face dataset id, loaded with datasets.load_dataset
+    config: str | None = None  # the hub dataset's config name
+    split: str | None = None  # the hub dataset's split
+    limit: Count | None = None  # read no more than this many accepted items, in file order
+    license: str | None = None  # the licence recorded on every item (default: the kind's)
+    quota: Count | None = None  # a stratified sample of this many items (by category, deterministic in the seed)
+    # A number caps every category; a mapping fixes each listed category's count (others are left out).
+    per_category: Count | Annotated[dict[str, Count], Schema(minProperties=1)] | None = None
+    categories: Annotated[list[str], Schema(minItems=1)] | None = None  # only these categories (case-insensitive)
+    variants: Count | None = None  # dialogues per item (not with `dialogues`)
+    dialogues: Count | None = None  # dialogues for the whole source, spread over its items (exact)
+    name: Annotated[str, Schema(pattern="^[a-z][a-z0-9_]*$")] | None = None  # kind jsonl: the source name of its items
+    # kind jsonl: which field of a row holds each part of an item (question and answer at least).
+    fields: Annotated[JsonlFields, Schema(required=["question", "answer"])] | None = None
+    # Malformed lines (not UTF-8, not JSON, not an object, too deep) become rejects up to this many:
+    # a count (an integer; 0: none), or a fraction of the lines read (below 1).
+    max_bad_rows: Annotated[float, Schema(minimum=0)] = 0.05
+
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "oneOf": [{"required": ["path"]}, {"required": ["hub"]}],
+        "allOf": [{"not": {"required": ["variants", "dialogues"]}},
+                  {"if": {"properties": {"kind": {"const": "jsonl"}}}, "then": {"required": ["fields"]}}]}
 
 
 @dataclass(frozen=True)
 class Recipe:
-    name: str
-    path: Path
-    raw: dict[str, Any]
-    seed: int = 0
-    description: str = ""
-    sources: list[SourceSpec] = field(default_factory=list)
-    script: dict[str, Any] = field(default_factory=dict)
-    speak: dict[str, Any] = field(default_factory=dict)
-    oracle: dict[str, Any] = field(default_factory=dict)
-    publish: dict[str, Any] = field(default_factory=dict)
-    batch_size: int = 4
-    # Items a step may fail on unexpectedly (internal_error rejects) before the run stops: a count,
-    # or a fraction of the items below 1; None: 1% of the items or 20, whichever is larger.
-    max_item_errors: float | None = None
+    """What names a recipe, where it lies and where its items come from. Each step's section (and
+    `filters`, `publish`) is parsed once, into its typed config, by RunConfig (runner/config.py)."""
+
+    name: Annotated[str, Schema(pattern=NAME_PATTERN.pattern)]  # names the default output folder out/<name>: one plain folder name
+    sources: Annotated[list[SourceSpec], Schema(minItems=1)]  # where the items come from, read in turn
+    path: Path = not_a_key()
+    raw: dict[str, Any] = not_a_key()  # the YAML as written: the manifest's identity of the recipe
+    description: str = ""  # one line for the dataset card
+    seed: int = 0  # every random choice of the run derives from it
+    batch_size: Annotated[int, Schema(minimum=1)] = 4  # items a step takes at once
+    # Items a step may fail on with an unexpected error (each an internal_error reject) before the run
+    # stops: a count, or a fraction of the items below 1. Default: 1% of the items or 20, whichever is larger.
+    max_item_errors: Annotated[float, Schema(minimum=0)] | None = None
 
     @property
     def base_dir(self) -> Path:
@@ -94,8 +117,6 @@ def find_recipe(ref: str | Path, error: type[Exception] = RecipeError, example: 
     raise error(f"recipe not found: {ref} (give a YAML path, or a bundled name such as {example!r})")
 
 
-# Names become folders (`out/<name>`, `out/train/<name>`): one plain path component, never `..`.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # What a YAML file's aliases may add to it when expanded. A recipe holds a few hundred nodes in all;
 # nested aliases ("billion laughs") make 614 bytes into 10**9 nodes once anything walks them.
 MAX_ALIAS_NODES = 100_000
@@ -175,13 +196,23 @@ def check_name(name: Any, where: str, error: type[Exception] = RecipeError) -> N
                     "starting with a letter or digit, at most 100 characters): it names the output folder out/<name>")
 
 
+@lru_cache(maxsize=1)
+def head_schema() -> dict[str, Any]:
+    """The schema of a recipe's own keys (`Recipe`); other keys are sections, which RunConfig
+    checks against the schema of every registered step (kame_data/runner/recipe_schema.py)."""
+    builder = SchemaBuilder()
+    head = builder.object_schema(Recipe, closed=False)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **head, "$defs": builder.defs}
+
+
 def load_recipe(ref: str | Path) -> Recipe:
+    """The recipe's own keys, checked; its sections are parsed by RunConfig.resolve."""
     path = find_recipe(ref)
     raw = read_yaml_mapping(path)
     if isinstance(raw.get("name"), str):
         check_name(raw["name"], f"recipe {path}")
     try:
-        validate("recipe", raw, what=f"recipe {path.name}")
+        validate(head_schema(), raw, what=f"recipe {path.name}")
     except SchemaError as e:
         raise RecipeError(str(e)) from e
     return Recipe(
@@ -191,10 +222,6 @@ def load_recipe(ref: str | Path) -> Recipe:
         seed=raw.get("seed", 0),
         description=raw.get("description", ""),
         sources=[SourceSpec(**s) for s in raw["sources"]],
-        script=raw.get("script", {}),
-        speak=raw.get("speak", {}),
-        oracle=raw.get("oracle", {}),
-        publish=raw.get("publish", {}),
         batch_size=raw.get("batch_size", 4),
         max_item_errors=raw.get("max_item_errors"),
     )

@@ -102,10 +102,26 @@ def first_problem(validator: jsonschema.protocols.Validator, doc: Any) -> tuple[
     return path, message
 
 
-def validate(name: str, doc: Any, what: str | None = None) -> None:
-    """Raise SchemaError naming the first bad field of `doc` against schema `name`."""
-    best = _best(_validator(name), doc)
+_generated: dict[int, tuple[dict, jsonschema.protocols.Validator]] = {}
+
+
+def _validator_of(doc_schema: dict) -> jsonschema.protocols.Validator:
+    """A validator for a schema given as data (one generated at run time), built once per schema object."""
+    known = _generated.get(id(doc_schema))
+    if known is None or known[0] is not doc_schema:
+        if len(_generated) >= 16:  # schemas of registries long gone (tests register steps and drop them)
+            _generated.clear()
+        cls = jsonschema.validators.validator_for(doc_schema)
+        known = _generated[id(doc_schema)] = (doc_schema, cls(doc_schema, registry=_registry()))
+    return known[1]
+
+
+def validate(name: str | dict, doc: Any, what: str | None = None) -> None:
+    """Raise SchemaError naming the first bad field of `doc` against schema `name` (a file in
+    `schemas/`, or a schema given as data)."""
+    validator = _validator_of(name) if isinstance(name, dict) else _validator(name)
+    best = _best(validator, doc)
     if best is None:
         return
     path, message = _describe(best)
-    raise SchemaError(what or name, path, message)
+    raise SchemaError(what or (name if isinstance(name, str) else "document"), path, message)

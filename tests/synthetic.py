@@ -63,8 +63,9 @@ def fixture_dialogues(n: int, seed: int = 1234) -> list[RenderedDialogue]:
     from kame_data.script.config import ScriptConfig
     from kame_data.script.template import script_batch
     from kame_data.sources import load_items
+    from kame_data.sources.config import FilterConfig
 
     recipe = load_recipe(Path(__file__).resolve().parent.parent / "benchmarks" / "recipes" / "oracle_fixtures.yaml")
-    items, _ = load_items(recipe, limit=2 * n + 6)
+    items, _ = load_items(recipe, FilterConfig(), limit=2 * n + 6)
     dialogues = [d for d in script_batch(items, ScriptConfig(), seed) if isinstance(d, Dialogue)]
     return [timed_dialogue(d, seed) for d in dialogues[:n]]

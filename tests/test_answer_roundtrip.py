@@ -91,9 +91,11 @@ def test_every_quickstart_dialogue_keeps_its_answer(quickstart_out):
     assert manifest["recipe"]["speak"]["answer"]["enabled"]
     aligner = WhisperAligner(1)
     from kame_data.recipe import load_recipe
+    from kame_data.runner.config import RunConfig
     from kame_data.sources.step import SourcesStep
 
-    items = {it.id: it for it in SourcesStep(load_recipe("quickstart"), None).items()[0]}
+    config = RunConfig.resolve(load_recipe("quickstart"))
+    items = {it.id: it for it in SourcesStep(config.recipe, config.filters).items()[0]}
     for row in rows(quickstart_out):
         pcm, sr = decode(row["audio"]["bytes"])
         said = [w for w in row["words"] if w["speaker"] == "A"]  # as the run listens: first word to last

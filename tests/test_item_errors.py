@@ -105,9 +105,9 @@ def test_a_run_goes_on_past_a_bug_and_stops_when_it_is_systematic(tmp_path):
     from kame_data.sources import load_items
 
     recipe = load_recipe(write_recipe(tmp_path))
-    items, _ = load_items(recipe)
-    bad = {items[1].id, items[4].id}
     cfg = RunConfig.resolve(recipe)
+    items, _ = load_items(recipe, cfg.filters)
+    bad = {items[1].id, items[4].id}
     result = run_recipe(recipe, tmp_path / "out", until="script",
                         stages=[BuggyScript(cfg.script, cfg.seed, bad)])
     rejects = [json.loads(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]

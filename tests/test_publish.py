@@ -20,6 +20,7 @@ from kame_data.dataset.shards import (
     split_of,
 )
 from kame_data.recipe import RecipeError, load_recipe
+from kame_data.runner.config import RunConfig
 from tests.conftest import CLI
 
 SPLITS = [("train", 0.8), ("validation", 0.1), ("test", 0.1)]
@@ -86,11 +87,11 @@ def test_recipe_schema_accepts_publish_keys(tmp_path):
     base = "name: t\nsources: [{kind: gsm8k, path: x.jsonl}]\n"
     ok = tmp_path / "ok.yaml"
     ok.write_text(base + "publish: {splits: {train: 0.8, validation: 0.1, test: 0.1}, shard_size_mb: 200, rows_per_shard: 50}\n")
-    assert load_recipe(ok).publish["shard_size_mb"] == 200
+    assert RunConfig.resolve(load_recipe(ok)).publish.shard_size_mb == 200
     bad = tmp_path / "bad.yaml"
     bad.write_text(base + "publish: {splits: {Train: 1.0}}\n")
-    with pytest.raises(RecipeError, match="publish"):
-        load_recipe(bad)
+    with pytest.raises(RecipeError, match=r"recipe bad.yaml: publish\.splits: 'Train' does not match"):
+        RunConfig.resolve(load_recipe(bad))
 
 
 # ---- shards --------------------------------------------------------------------------------------

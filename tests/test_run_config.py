@@ -1,54 +1,51 @@
-"""The recipe resolved once: the schema and the config dataclasses say the same, the manifest keeps
-the resolved form, and the resolved form is itself a valid recipe that resolves to the same."""
+"""The recipe resolved once: the schema is generated from the config dataclasses and the step
+registry (the committed copy equals it), the manifest keeps the resolved form, and the resolved
+form is itself a valid recipe that resolves to the same."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pytest
 import yaml
 
+from kame_data import pipeline
+from kame_data.config_schema import undocumented
 from kame_data.recipe import RecipeError, load_recipe
 from kame_data.resources import schema
-from kame_data.runner.config import RunConfig, dataclass_keys, sections
-from kame_data.speech.voice import VoiceConfig
+from kame_data.runner.config import RunConfig
+from kame_data.runner.recipe_schema import built_in_schema, recipe_schema
+from kame_data.schema import validate
+from kame_data.step import Step, StepSpec
+from tests.conftest import ROOT
 
 
-def _resolve(node: dict, root: dict) -> dict:
-    ref = node.get("$ref")
-    if ref:
-        target = root
-        for part in ref.lstrip("#/").split("/"):
-            target = target[part]
-        return _resolve(target, root)
-    return node
+def test_the_committed_schema_is_the_generated_one():
+    committed = (ROOT / "schemas" / "recipe.schema.json").read_text("utf-8")
+    assert committed == built_in_schema(), "schemas/recipe.schema.json is stale: run `make schema`"
 
 
-def schema_keys(node: dict, root: dict) -> dict:
-    """Property names of a schema object, nested objects expanded (a oneOf's object branch too)."""
-    node = _resolve(node, root)
-    props = node.get("properties")
-    if props is None:
-        branch = next((b for b in node.get("oneOf", []) if "properties" in b), None)
-        return schema_keys(branch, root) if branch else None
-    return {k: schema_keys(v, root) for k, v in props.items()}
+def test_every_key_of_the_schema_is_described():
+    assert undocumented(recipe_schema()) == []
 
 
-@pytest.mark.parametrize("section", sorted(sections()))
-def test_schema_and_dataclasses_name_the_same_keys(section):
-    root = schema("recipe")
-    expected = schema_keys(root["properties"][section], root)
-    actual = dataclass_keys(sections()[section])
-    # voice pools are lists of VoiceConfig in the dataclass, a $def in the schema: compare them apart
-    for role in ("assistant", "user"):
-        if section == "speak":
-            expected.pop(role), actual.pop(role)
-    assert actual == expected
+def test_every_speech_note_names_a_field_that_exists():
+    """runner/speech_notes.py speaks for fields of the speech configs: a renamed field leaves a note behind."""
+    from kame_data.runner.config import sections
+    from kame_data.runner.speech_notes import NOTES, RULES
+
+    doc = recipe_schema()
+    keys = {cls.__name__: set(doc["properties"][name]["properties"]) for name, cls in sections().items()}
+    keys.update({name: set(d["properties"]) for name, d in doc["$defs"].items()})
+    stale = [k for k in NOTES if k.split(".")[1] not in keys.get(k.split(".")[0], ())]
+    assert stale == [] and set(RULES) <= set(keys)
 
 
-def test_voice_schema_matches_voice_config():
-    root = schema("recipe")
-    assert set(schema_keys(root["$defs"]["voice_mapping"], root)) == set(dataclass_keys(VoiceConfig))
+@pytest.mark.parametrize("recipe", sorted(p.name for p in (ROOT / "recipes").glob("*.yaml") if "train" not in p.name)
+                         + ["../benchmarks/recipes/oracle_fixtures.yaml"])
+def test_the_committed_schema_accepts_every_shipped_recipe(recipe):
+    validate(schema("recipe"), yaml.safe_load((ROOT / "recipes" / recipe).read_text("utf-8")), recipe)
 
 
 def test_resolved_recipe_is_valid_and_stable(tmp_path):
@@ -59,7 +56,7 @@ def test_resolved_recipe_is_valid_and_stable(tmp_path):
     path = tmp_path / "resolved.yaml"
     path.write_text(yaml.safe_dump({**resolved, "sources": [
         {**s, "path": str(config.recipe.resolve(s["path"]))} for s in resolved["sources"]]}), "utf-8")
-    again = RunConfig.resolve(load_recipe(path))  # validates against the recipe schema on load
+    again = RunConfig.resolve(load_recipe(path))  # checked against the recipe schema
     assert json.dumps(again.to_dict()["speak"], sort_keys=True) == json.dumps(resolved["speak"], sort_keys=True)
     assert again.oracle == config.oracle and again.script == config.script
 
@@ -67,8 +64,40 @@ def test_resolved_recipe_is_valid_and_stable(tmp_path):
 def test_bad_value_names_the_section(tmp_path):
     path = tmp_path / "r.yaml"
     path.write_text("name: r\nsources: [{kind: gsm8k, path: x.jsonl}]\nspeak: {gap: [0.1, 0.2, 0.3]}\n", "utf-8")
-    with pytest.raises(RecipeError, match="speak"):
+    with pytest.raises(RecipeError, match=r"recipe r.yaml: speak.gap: \[0.1, 0.2, 0.3\] is too long"):
         RunConfig.resolve(load_recipe(path))
+
+
+@dataclass(frozen=True)
+class EchoConfig:
+    """A plugin's own section."""
+
+    times: int = 1  # how often each record is repeated
+
+
+class EchoStep(Step):
+    name = "echo"
+
+    def run(self, batch):
+        return [[record] * self.config.times for record in batch]
+
+
+def test_a_registered_step_has_a_section_in_the_schema_and_the_recipe(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text("name: r\nsources: [{kind: gsm8k, path: x.jsonl}]\necho: {times: 2}\n", "utf-8")
+    with pytest.raises(RecipeError, match="echo: unknown key 'echo'"):
+        RunConfig.resolve(load_recipe(path))
+    spec = StepSpec(EchoStep, EchoConfig, order=45, output="echoed.jsonl", about="repeats every record")
+    with pipeline.registered(spec):
+        assert recipe_schema()["properties"]["echo"] == {
+            "type": "object", "description": "Repeats every record.", "additionalProperties": False,
+            "properties": {"times": {"type": "integer", "default": 1, "description": "how often each record is repeated"}}}
+        config = RunConfig.resolve(load_recipe(path))
+        assert config.echo == EchoConfig(times=2) and config.to_dict()["echo"] == {"times": 2}
+        path.write_text("name: r\nsources: [{kind: gsm8k, path: x.jsonl}]\necho: {times: two}\n", "utf-8")
+        with pytest.raises(RecipeError, match="recipe r.yaml: echo.times: 'two' is not of type 'integer'"):
+            RunConfig.resolve(load_recipe(path))
+    assert "echo" not in recipe_schema()["properties"]
 
 
 def test_manifest_stores_the_resolved_recipe(quickstart_out):

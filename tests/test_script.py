@@ -13,7 +13,8 @@ import pytest
 
 from kame_data.llm.base import ChatBackend, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache
-from kame_data.recipe import SourceSpec, build_config, load_recipe
+from kame_data.recipe import SourceSpec, load_recipe
+from kame_data.runner.config import RunConfig
 from kame_data.records import ASSISTANT, USER, Dialogue, Reject, SourceItem
 from kame_data.schema import validate
 from kame_data.script.llm import (
@@ -167,9 +168,9 @@ def test_followup_why_turn():
 
 
 def test_quickstart_scripts_enough_dialogues():
-    r = load_recipe("quickstart")
-    items, rejects = load_items(r)
-    out = script_batch(items, build_config(ScriptConfig, r.script), r.seed)
+    config = RunConfig.resolve(load_recipe("quickstart"))
+    items, rejects = load_items(config.recipe, config.filters)
+    out = script_batch(items, config.script, config.seed)
     assert len(items) == 12 and [x.reason for x in rejects] == ["needs_image"]
     assert sum(isinstance(d, Dialogue) for d in out) >= 8
 
@@ -316,7 +317,7 @@ def test_recipe_script_llm_section(tmp_path):
           followup_rate: 0.5
           llm: {max_user_words: 50, backend: {kind: llamacpp, n_ctx: 4096}}
     """))
-    cfg = build_config(ScriptConfig, load_recipe(p).script)
+    cfg = RunConfig.resolve(load_recipe(p)).script
     assert cfg.style == "llm" and cfg.llm.max_user_words == 50 and cfg.llm.backend.n_ctx == 4096
     assert cfg.llm.max_tokens == 400 and cfg.followup_rate == 0.5
 
@@ -325,13 +326,13 @@ def test_recipe_script_llm_section(tmp_path):
 
 _DUMP = """
 import json, sys
-from kame_data.recipe import build_config, load_recipe
-from kame_data.script.config import ScriptConfig
+from kame_data.recipe import load_recipe
+from kame_data.runner.config import RunConfig
 from kame_data.script.template import script_batch
 from kame_data.sources import load_items
-r = load_recipe(sys.argv[1])
-items, rejects = load_items(r)
-out = script_batch(items, build_config(ScriptConfig, r.script), r.seed)
+config = RunConfig.resolve(load_recipe(sys.argv[1]))
+items, rejects = load_items(config.recipe, config.filters)
+out = script_batch(items, config.script, config.seed)
 sys.stdout.write(json.dumps({"items": [i.to_dict() for i in items], "rejects": [x.to_dict() for x in rejects],
                              "dialogues": [d.to_dict() for d in out]}, sort_keys=True))
 """

@@ -20,6 +20,7 @@ from kame_data.schema import validate
 from kame_data.sources import filters as F
 from kame_data.sources import load_items, load_source
 from kame_data.sources.common import safe_id
+from kame_data.sources.config import FilterConfig
 from kame_data.sources.row_schemas import RowSchema, jsonl_schema
 from kame_data.sources.rows import MAX_DEPTH, SourceError, read_rows
 from tests.conftest import CLI, ROOT
@@ -177,7 +178,7 @@ def test_a_bug_on_one_row_is_a_transient_reject_and_reading_goes_on(tmp_path, fi
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"name: one\nsources: [{{kind: gsm8k, path: {fixtures_dir / 'gsm8k_test_200.jsonl'}}}]\n")
     with caplog.at_level(logging.INFO, logger="kame_data"):
-        items, rejects = load_items(load_recipe(recipe))
+        items, rejects = load_items(load_recipe(recipe), FilterConfig())
     errors = [r for r in rejects if r.reason == "internal_error"]
     assert [(r.stage, r.transient) for r in errors] == [("sources", True), ("sources", True)]
     by_type = {r.detail.split(":")[0]: r for r in errors}
@@ -236,7 +237,7 @@ def test_a_thousand_distinct_raw_ids_give_a_thousand_items(tmp_path, kind):
             path: rows.jsonl
             {fields}
     """))
-    items, rejects = load_items(load_recipe(recipe))
+    items, rejects = load_items(load_recipe(recipe), FilterConfig())
     assert Counter(r.reason for r in rejects) == Counter() and len(items) == 1000
     assert len({i.id for i in items}) == 1000
     for item in items:

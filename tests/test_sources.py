@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from kame_data.recipe import RecipeError, SourceSpec, load_recipe
+from kame_data.runner.config import RunConfig
 from kame_data.records import FollowUp, Reject, SourceItem
 from kame_data.schema import validate
 from kame_data.script.config import ScriptConfig
@@ -248,7 +249,7 @@ def test_jsonl_source_with_field_mapping(tmp_path):
             path: custom.jsonl
             fields: {question: q.text, answer: a, category: topic, options: choices, id: uid}
     """))
-    items, rejects = load_items(load_recipe(recipe))
+    items, rejects = items_of(load_recipe(recipe))
     assert [i.id for i in items] == ["trivia-q1", "trivia-q2", "trivia-q3"]
     assert items[0].answer == "Mars" and items[0].answer_letter == "B" and items[0].source == "trivia"
     assert items[1].answer == "Iron" and items[2].answer == "Paris" and items[2].answer_letter == ""
@@ -258,6 +259,11 @@ def test_jsonl_source_with_field_mapping(tmp_path):
     bad.write_text("name: x\nsources: [{kind: jsonl, path: custom.jsonl}]\n")
     with pytest.raises(RecipeError, match="fields"):
         load_recipe(bad)
+
+
+def items_of(recipe, limit=None):
+    """A recipe's items as a run reads them: through its `filters` section, parsed by the run config."""
+    return load_items(recipe, RunConfig.resolve(recipe).filters, limit)
 
 
 def _recipe(tmp_path, fixtures_dir, body: str):
@@ -277,7 +283,7 @@ def test_duplicates_across_sources(tmp_path, fixtures_dir):
           - {kind: jsonl, name: copy, path: copy.jsonl, fields: {question: question, answer: answer}}
           - {kind: gsm8k, path: FIX/gsm8k_test_200.jsonl, limit: 2}
     """)
-    items, rejects = load_items(r)
+    items, rejects = items_of(r)
     reasons = Counter(x.reason for x in rejects)
     assert reasons == {"duplicate": 3, "duplicate_id": 2}
     assert len(items) == 5
@@ -290,7 +296,7 @@ def test_filters_configurable(tmp_path, fixtures_dir):
         sources: [{kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl}]
         filters: {max_seconds: 20, skip: [code]}
     """)
-    items, rejects = load_items(strict)
+    items, rejects = items_of(strict)
     reasons = Counter(r.reason for r in rejects)
     assert "code" not in reasons and reasons["too_long"] > 10
     assert len(items) + len(rejects) == 70
@@ -332,9 +338,9 @@ def test_stratified_sampling_is_deterministic_and_proportional(tmp_path, fixture
         seed: SEED
         sources: [{kind: mmlu_pro, path: FIX/mmlu_pro_test_300.jsonl, quota: 70, dialogues: 150}]
     """
-    a, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
-    b, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
-    c, _ = load_items(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "8")))
+    a, _ = items_of(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
+    b, _ = items_of(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "7")))
+    c, _ = items_of(_recipe(tmp_path, fixtures_dir, body.replace("SEED", "8")))
     assert [i.id for i in a] == [i.id for i in b] and [i.id for i in a] != [i.id for i in c]
     assert len(a) == 70 and sum(i.variants for i in a) == 150 and {i.variants for i in a} == {2, 3}
     available = Counter(r.category for r in _load(fixtures_dir, "mmlu_pro", "mmlu_pro_test_300.jsonl")
@@ -351,7 +357,7 @@ def test_per_category_quotas(tmp_path, fixtures_dir):
           - {kind: mt_bench, path: FIX/mt_bench_questions.jsonl, per_category: {reasoning: 3, STEM: 2}, variants: 2}
           - {kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl, per_category: 1}
     """)
-    items, _ = load_items(r)
+    items, _ = items_of(r)
     assert Counter(i.category for i in items if i.source == "mt_bench") == {"reasoning": 3, "stem": 2}
     assert all(i.variants == 2 for i in items if i.source == "mt_bench")
     mmlu = Counter(i.category for i in items if i.source == "mmlu_pro")
@@ -379,7 +385,7 @@ def test_limit_interleaves_sources(tmp_path, fixtures_dir):
           - {kind: gsm8k, path: FIX/gsm8k_test_200.jsonl}
           - {kind: mmlu_pro, path: FIX/mmlu_pro_validation.jsonl}
     """)
-    items, _ = load_items(r, limit=4)
+    items, _ = items_of(r, limit=4)
     assert [i.source for i in items] == ["gsm8k", "mmlu_pro", "gsm8k", "mmlu_pro"]
 
 

@@ -4,37 +4,49 @@ predictions, script rewrites), and the registry that opens a backend from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 from kame_data.llm.accounting import Account
+from kame_data.config_schema import Schema
 from kame_data.llm.base import ChatBackend
 from kame_data.step import operational
 
 
+Positive = Annotated[float, Schema(exclusiveMinimum=0)]
+AtLeastZero = Annotated[float, Schema(minimum=0)]
+AtLeastOne = Annotated[int, Schema(minimum=1)]
+
+
 @dataclass(frozen=True)
 class BackendConfig:
-    kind: str = "llamacpp"  # llamacpp (embedded) | openai (any compatible server) | vllm (offline, GPU)
+    """A simulator LLM: which backend, which model, and how requests are sent.
+
+    The fields from `concurrency` down are operational: none of them can change an answer, only when
+    it comes (or whether it comes in this run), so none is part of a checkpoint key. `kind`'s
+    choices are the BACKENDS table below (annotations are read once the module has loaded)."""
+
+    # llamacpp (embedded), openai (any compatible server) or vllm (offline, GPU).
+    kind: Annotated[str, Schema(enum=list(BACKENDS))] = "llamacpp"
     model: str | None = None  # model name for openai / vllm; for llamacpp an embedded model (llamacpp.EMBEDDED)
     model_path: str | None = None  # a GGUF file for llamacpp (default: the embedded model named by `model`)
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    max_tokens: int = 48
-    temperature: float = 0.7
-    n_ctx: int = 2048
-    threads: int | None = operational(None)  # llamacpp: threads per model instance (default: cores / instances)
-    instances: int | None = operational(None)  # llamacpp: model instances, each in its own process (default: one per core)
-    # How requests are sent (openai), down to max_consecutive_failures: none of these can change an
-    # answer, only when it comes (or whether it comes in this run), so none is part of a checkpoint key.
-    concurrency: int = operational(32)
-    timeout: float = operational(30.0)  # seconds one attempt may take in all: connecting, sending, the whole answer
-    max_retries: int = operational(6)
-    backoff_base: float = operational(0.5)
-    max_retry_after: float = operational(60.0)  # the longest a server's Retry-After is obeyed; a longer one waits this long
-    rpm: float | None = operational(None)
-    tpm: float | None = operational(None)
-    max_consecutive_failures: int = operational(50)
-    prompt_price_per_million: float = operational(0.0)
-    completion_price_per_million: float = operational(0.0)
+    base_url: str | None = None  # openai: the server's URL (default: OpenAI's)
+    api_key_env: Annotated[str, Schema(pattern="^[A-Za-z_][A-Za-z0-9_]*$")] = "OPENAI_API_KEY"  # openai: the environment variable holding the API key
+    max_tokens: Annotated[int, Schema(minimum=8)] = 48  # the longest answer, in tokens
+    temperature: AtLeastZero = 0.7  # sampling temperature
+    n_ctx: Annotated[int, Schema(minimum=256)] = 2048  # llamacpp: the context window, in tokens
+    threads: AtLeastOne | None = operational(None)  # llamacpp: threads per model instance (default: cores / instances)
+    instances: AtLeastOne | None = operational(None)  # llamacpp: model instances, each in its own process (default: one per core)
+    concurrency: AtLeastOne = operational(32)  # openai: requests in flight at once
+    timeout: Positive = operational(30.0)  # seconds one attempt may take in all: connecting, sending, the whole answer
+    max_retries: Annotated[int, Schema(minimum=0)] = operational(6)  # openai: further attempts after a failed request
+    backoff_base: AtLeastZero = operational(0.5)  # openai: seconds before the first retry, doubling with each
+    # The longest a server's Retry-After is obeyed, in seconds; a longer one waits this long, and the manifest counts it.
+    max_retry_after: AtLeastZero = operational(60.0)
+    rpm: Positive | None = operational(None)  # openai: requests per minute at most
+    tpm: Positive | None = operational(None)  # openai: tokens per minute at most
+    max_consecutive_failures: AtLeastOne = operational(50)  # openai: requests failed in a row, none answered, that stop the run
+    prompt_price_per_million: AtLeastZero = operational(0.0)  # US dollars per million prompt tokens (the budget's cost)
+    completion_price_per_million: AtLeastZero = operational(0.0)  # US dollars per million completion tokens
 
 
 @dataclass(frozen=True)

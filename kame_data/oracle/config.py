@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
+from kame_data.config_schema import Schema
 from kame_data.llm.config import BackendConfig
 from kame_data.records import CONTINUATION_GAP
 from kame_data.step import operational
@@ -11,16 +13,20 @@ from kame_data.step import operational
 
 @dataclass(frozen=True)
 class OracleConfig:
-    interval: float = 0.5
-    target: str = "assistant"
-    retries: int = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
-    trigger: str = "every_step"  # every_step | new_words (skip steps where no word arrived since the last event)
-    level5: str = "hint"  # hint (prediction = true reply, no call) | call (ask the simulator anyway)
-    # A level-5 event inside a turn of the speaker being heard hands over the true reply before that
-    # speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
-    early_truth: str = "reject"  # reject | keep
-    budget_usd: float | None = operational(None)  # the run's LLM budget: every LLM call of the run draws on it (script rewrites too)
-    backend: BackendConfig = field(default_factory=BackendConfig)
+    """Simulated oracle ladders (docs/design.md, "Oracle events"): a prediction every `interval`
+    seconds from the simulator LLM."""
+
+    interval: Annotated[float, Schema(exclusiveMinimum=0)] = 0.5  # seconds between two oracle events (the step Δ)
+    target: Literal["assistant", "user", "both"] = "assistant"  # the speaker whose next turn is predicted (both: either); other events are skipped
+    retries: Annotated[int, Schema(minimum=0)] = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
+    trigger: Literal["every_step", "new_words"] = "every_step"  # new_words: skip steps where no word arrived since the last event
+    level5: Literal["hint", "call"] = "hint"  # hint: the prediction is the true reply, no call; call: ask the simulator anyway
+    # A level-5 event (the true reply) inside a turn of the speaker being heard hands the reply over
+    # before that speaker has finished: reject the dialogue (default), or keep it (recipes with long pauses).
+    early_truth: Literal["reject", "keep"] = "reject"
+    # The run's LLM budget in US dollars: every LLM call of the run draws on it (script rewrites too).
+    budget_usd: Annotated[float, Schema(exclusiveMinimum=0)] | None = operational(None)
+    backend: BackendConfig = field(default_factory=BackendConfig)  # the simulator LLM
 
     def __post_init__(self) -> None:
         if self.early_truth not in ("reject", "keep"):

@@ -12,11 +12,10 @@ from typing import Any
 from kame_data import pipeline
 from kame_data.dataset.config import PublishConfig
 from kame_data.recipe import Recipe, RecipeError, build_config, config_hash
+from kame_data.runner.recipe_schema import RUN_SECTIONS, recipe_schema
+from kame_data.schema import SchemaError, validate
 from kame_data.sources.config import FilterConfig
 from kame_data.step import RunContext, Step, StepSpec
-
-# Sections of the run rather than of one step: what the sources step keeps, how the writer shards.
-RUN_SECTIONS: dict[str, type] = {"filters": FilterConfig, "publish": PublishConfig}
 
 
 def sections() -> dict[str, type]:
@@ -42,7 +41,13 @@ class RunConfig:
 
     @classmethod
     def resolve(cls, recipe: Recipe) -> "RunConfig":
-        """Every section built into its dataclass; a bad value names the recipe and the section."""
+        """The one parse of a recipe's sections: the whole recipe checked against the schema of the
+        steps registered now (a bad key or value named with its path), then every section built
+        into its dataclass (a value its class refuses names the recipe and the section)."""
+        try:
+            validate(recipe_schema(), recipe.raw, what=f"recipe {recipe.path.name}")
+        except SchemaError as e:
+            raise RecipeError(str(e)) from e
         built = {}
         for name, section_cls in sections().items():
             try:
@@ -142,12 +147,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
-
-
-def dataclass_keys(cls: type) -> dict[str, Any]:
-    """Field names of a config dataclass, nested ones expanded (for the schema sync test)."""
-    out: dict[str, Any] = {}
-    for f in fields(cls):
-        proto = f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
-        out[f.name] = dataclass_keys(type(proto)) if is_dataclass(proto) else None
-    return out

@@ -105,17 +105,19 @@ def _executor(name: str, config: RunConfig, address: str | None, cache_path: str
     return RayExecutor(config, address, cache_path, runtime_env, actors)
 
 
-def run_recipe(recipe: Recipe, out_dir: str | Path, force: bool = False, **options: Any) -> RunResult:
+def run_recipe(recipe: Recipe | RunConfig, out_dir: str | Path, force: bool = False, **options: Any) -> RunResult:
     """`_run_recipe` as the one owner of OUT: its lock is taken first, so a second run into OUT is
     refused (FolderBusy) before it reads a source or pays for a call, and OUT is claimed for the
-    recipe (FolderClaimed when it holds another recipe's output; `force` deletes that output)."""
+    recipe (FolderClaimed when it holds another recipe's output; `force` deletes that output).
+    `recipe`: a loaded recipe, resolved here before OUT is touched, or one already resolved."""
+    config = recipe if isinstance(recipe, RunConfig) else RunConfig.resolve(recipe)
     out_dir = Path(out_dir)
     with FolderLock.acquire(out_dir, "run"):
-        claim_folder(out_dir, recipe.name, force)
-        return _run_recipe(recipe, out_dir, **options)
+        claim_folder(out_dir, config.name, force)
+        return _run_recipe(config, out_dir, **options)
 
 
-def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
+def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None,
                progress: ProgressFactory | None = None, use_cache: bool = True,
                stages: list[Step] | None = None, executor: str = "local", ray_address: str | None = None,
                resume: bool = True, until: str | None = None, checkpoints: str | None = None,
@@ -132,7 +134,6 @@ def _run_recipe(recipe: Recipe, out_dir: str | Path, limit: int | None = None,
         raise RunError(f"unknown executor {executor!r} (available: {', '.join(EXECUTORS)})")
     if until is not None and until not in until_choices():
         raise RunError(f"--until {until!r}: choose one of {', '.join(until_choices())}")
-    config = RunConfig.resolve(recipe)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     _clean_partial_files(out_dir)
@@ -206,7 +207,7 @@ class _Run:
 
     def execute(self, limit: int | None, stages: list[Step], executor, until: str | None) -> RunResult:
         started = time.perf_counter()
-        sources = SourcesStep(self.config.recipe, limit)
+        sources = SourcesStep(self.config.recipe, self.config.filters, limit)
         items, self.rejects = sources.items()
         self.rejects += review_rejects(self.excluded)
         self.timings[SourcesStep.name] = time.perf_counter() - started

@@ -3,30 +3,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
+from kame_data.config_schema import Schema
 from kame_data.llm.config import BackendConfig
+
+Words = Annotated[int, Schema(minimum=5)]
+Positive = Annotated[float, Schema(exclusiveMinimum=0)]
 
 
 @dataclass(frozen=True)
 class LlmScriptConfig:
     """`script.llm`: the rewrite model (same backends and cache as the oracle) and its limits."""
 
-    backend: BackendConfig = field(default_factory=BackendConfig)
-    max_tokens: int = 400  # per request; the backend's own max_tokens is the oracle's, not ours
-    temperature: float = 0.8
-    retries: int = 1  # further attempts (new seed) before falling back to the template
-    max_user_words: int = 90
-    max_assistant_words: int = 80
+    backend: BackendConfig = field(default_factory=BackendConfig)  # the rewrite model
+    max_tokens: Annotated[int, Schema(minimum=32)] = 400  # per request; the backend's own max_tokens is the oracle's, not ours
+    temperature: Annotated[float, Schema(minimum=0)] = 0.8  # sampling temperature of the rewrites
+    retries: Annotated[int, Schema(minimum=0)] = 1  # further attempts (new seed) before falling back to the template
+    max_user_words: Words = 90  # the words a rewritten user turn may have (asked for, and checked with 25% slack)
+    max_assistant_words: Words = 80  # likewise for an assistant turn
 
 
 @dataclass(frozen=True)
 class ScriptConfig:
-    style: str = "template"  # template | llm (an LLM rewrites each template dialogue; template on failure)
-    mmlu_options: str = "subset"  # all | subset (answer + distractors) | open (no options read)
-    max_options: int = 4
-    variants: int = 1  # dialogues per item, unless the source's sampling set `item.variants`
-    max_explanation_words: int = 40
-    followup_rate: float = 0.0  # share of dialogues whose reason comes as a follow-up ("Why is that?")
-    max_turn_seconds: float = 45.0  # every turn, estimated from its words at `words_per_second`
-    words_per_second: float = 2.6
-    llm: LlmScriptConfig = field(default_factory=LlmScriptConfig)
+    """Spoken-style dialogues from source items: the user asks, the assistant answers."""
+
+    style: Literal["template", "llm"] = "template"  # template, or llm: an LLM rewrites each template dialogue (the template on failure)
+    # How a multiple-choice question is read: all options, subset (the answer and some distractors,
+    # `max_options` in all) or open (no options read).
+    mmlu_options: Literal["all", "subset", "open"] = "subset"
+    max_options: Annotated[int, Schema(minimum=2, maximum=10)] = 4  # options read with `subset`
+    variants: Annotated[int, Schema(minimum=1)] = 1  # dialogues per item, unless the source's sampling set `item.variants`
+    max_explanation_words: Words = 40  # the reason the assistant gives is clipped to about this many words
+    followup_rate: Annotated[float, Schema(minimum=0, maximum=1)] = 0.0  # share of dialogues whose reason comes as a follow-up ("Why is that?")
+    # Every turn fits this many seconds (estimated from its words at `words_per_second`): fewer options
+    # are read, else the dialogue is refused too_long.
+    max_turn_seconds: Positive = 45.0
+    words_per_second: Positive = 2.6  # speaking rate the turn length is estimated at
+    llm: LlmScriptConfig = field(default_factory=LlmScriptConfig)  # style llm: the rewrite model and its limits

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from kame_data.errors import internal_error
-from kame_data.recipe import Recipe, RecipeError, SourceSpec, build_config
+from kame_data.recipe import Recipe, RecipeError, SourceSpec
 from kame_data.records import Reject, SourceItem
 from kame_data.sources import gsm8k, hssbench, jsonl, mmlu_pro, mt_bench
 from kame_data.sources.config import FilterConfig
@@ -34,6 +34,9 @@ ADAPTERS: dict[str, RowParser] = {
     "mt_bench": mt_bench.parse_row,
 }
 
+# Every `kind` a recipe's source may name: a benchmark's adapter, or jsonl with a field mapping.
+KINDS = (*ADAPTERS, "jsonl")
+
 DEFAULT_LICENSES = {"mmlu_pro": "mit", "gsm8k": "mit", "hssbench": "unknown", "mt_bench": "apache-2.0",
                     "jsonl": "unknown"}
 
@@ -49,17 +52,14 @@ def parser_for(spec: SourceSpec) -> RowParser:
         raise RecipeError(f"unknown source kind {spec.kind!r} (available: {', '.join(sorted(ADAPTERS))}, jsonl)")
 
 
-def filter_config(recipe: Recipe | None) -> FilterConfig:
-    return build_config(FilterConfig, (recipe.raw.get("filters") if recipe is not None else None) or {})
-
-
 def load_source(spec: SourceSpec, recipe: Recipe | None = None,
                 filters: FilterConfig | None = None) -> Iterable[SourceItem | Reject]:
     """Items of one source in file order, each checked by the filters (a Reject with the reason
-    when refused); rows outside `spec.categories` are skipped; stops after `spec.limit` accepted."""
+    when refused; None: the default filters); rows outside `spec.categories` are skipped; stops
+    after `spec.limit` accepted. `recipe`: the folder relative paths start from."""
     parse = parser_for(spec)
     shape = RowSchema(spec.kind, dict(spec.fields or {}))
-    filters = filters if filters is not None else filter_config(recipe)
+    filters = filters if filters is not None else FilterConfig()
     path = recipe.resolve(spec.path) if (recipe is not None and spec.path) else spec.path
     file = str(path) if path is not None else str(spec.hub)
     wanted = {c.casefold() for c in spec.categories} if spec.categories else None
@@ -131,9 +131,11 @@ class BadRows:
                           f"[{first.reason}]")
 
 
-def load_items(recipe: Recipe, limit: int | None = None) -> tuple[list[SourceItem], list[Reject]]:
-    """All items of a recipe, interleaved across sources (so a small `limit` still covers each
-    source style), at most `limit` in all; and every reject."""
+def load_items(recipe: Recipe, filters: FilterConfig,
+               limit: int | None = None) -> tuple[list[SourceItem], list[Reject]]:
+    """All items of a recipe's sources through `filters` (the run config's), interleaved across
+    sources (so a small `limit` still covers each source style), at most `limit` in all; and
+    every reject."""
     from kame_data.sources.step import SourcesStep
 
-    return SourcesStep(recipe, limit).items()
+    return SourcesStep(recipe, filters, limit).items()

@@ -23,10 +23,6 @@ class Flag(NamedTuple):
     detail: str
 
 
-REASONS = ("malformed_answer", "not_english", "table", "needs_image", "needs_context", "code", "heavy_latex",
-           "heavy_math", "too_long", "duplicate")
-
-
 def _texts(item: SourceItem) -> list[str]:
     """The user-side text: what would be read to the assistant."""
     return [item.question] + [f.question for f in item.followups]

@@ -9,6 +9,7 @@ from itertools import zip_longest
 from kame_data.errors import internal_error
 from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Reject, SourceItem
+from kame_data.sources.config import FilterConfig
 from kame_data.sources.filters import dedup_key
 from kame_data.sources.sampling import assign_variants, select
 from kame_data.step import Resources, RunContext, Step
@@ -19,16 +20,15 @@ log = logging.getLogger(__name__)
 class SourcesStep(Step[SourceSpec, SourceItem | Reject]):
     """Input: the recipe's source specs, as one batch (duplicates are found across sources, so the
     runner hands them all at once). Output per spec: its chosen items, then its rejects.
-    `limit` (the CLI's --limit) caps how much an unsampled source reads."""
+    `filters`: the recipe's `filters` section as the run config parsed it. `limit` (the CLI's
+    --limit) caps how much an unsampled source reads."""
 
     name = "sources"
 
-    def __init__(self, recipe: Recipe, limit: int | None = None):
-        from kame_data.sources import filter_config
-
+    def __init__(self, recipe: Recipe, filters: FilterConfig, limit: int | None = None):
         self.recipe = recipe
         self.limit = limit
-        self.filters = filter_config(recipe)
+        self.filters = filters
         super().__init__({"sources": [asdict(s) for s in recipe.sources], "filters": asdict(self.filters),
                           "limit": limit}, RunContext(seed=recipe.seed))
 
