@@ -55,20 +55,6 @@ NOTES: dict[str, FieldNote] = {
     "SpeakConfig.turns": _n(None, "live turn-taking: listener backchannels and user barge-ins (off by default)"),
     "SpeakConfig.answer": _n(None, "after mixing, Whisper listens to the assistant channel: the answer must still be heard (else another voice, else answer_lost)"),
     # a voice
-    "VoiceConfig.engine": _n(Annotated[str, Schema(enum=list(ENGINES))], "the TTS engine"),
-    "VoiceConfig.voice": _n(None, "the engine's voice (kame-data voices list)"),
-    "VoiceConfig.length_scale": _n(Annotated[float, Schema(exclusiveMinimum=0)], "piper: > 1 speaks slower"),
-    "VoiceConfig.noise_scale": _n(AtLeastZero, "piper: variation of the voice"),
-    "VoiceConfig.noise_w_scale": _n(AtLeastZero, "piper: variation of the word lengths"),
-    "VoiceConfig.rate": _n(Annotated[int, Schema(minimum=80, maximum=450)], "espeak: words per minute"),
-    "VoiceConfig.pitch": _n(Annotated[int, Schema(minimum=0, maximum=99)], "espeak: base pitch"),
-    "VoiceConfig.speed": _n(Annotated[float, Schema(minimum=0.5, maximum=2.0)], "hibari, coqui: > 1 speaks faster"),
-    "VoiceConfig.formant_shift": _n(Annotated[float, Schema(minimum=0.5, maximum=2.0)]),
-    "VoiceConfig.pitch_median": _n(Annotated[float, Schema(minimum=0, maximum=500)]),
-    "VoiceConfig.pitch_range": _n(Annotated[float, Schema(minimum=0, maximum=4)]),
-    "VoiceConfig.sex": _n(Literal["", "female", "male"], "casting tag"),
-    "VoiceConfig.accent": _n(None, "casting tag"),
-    "VoiceConfig.weight": _n(AtLeastZero),
     # gaps between turns
     "GapConfig.distribution": _n(Literal["uniform", "normal", "histogram", "inherit"],
                                  "uniform: from [low, high]; normal: N(mean, sd) clipped to [min, max]; histogram: a bin of "
@@ -99,20 +85,7 @@ NOTES: dict[str, FieldNote] = {
     "QAConfig.max_wer": _n(AtLeastZero, "the highest word error rate a turn may have"),
     "QAConfig.max_start_error_ms": _n(Annotated[float, Schema(exclusiveMinimum=0)],
                                       "the largest median gap between our word starts and Whisper's, in ms (engine-timed turns)"),
-    "ScreenConfig.enabled": _n(None, "screen every pool voice before casting"),
-    "ScreenConfig.max_wer": _n(AtLeastZero, "the highest median word error rate a voice may have"),
-    "ScreenConfig.sentences": _n(Annotated[int, Schema(minimum=1, maximum=8)], "screening sentences each voice reads"),
-    "AnswerCheckConfig.enabled": _n(None, "check that the answer is still heard after mixing"),
-    "AnswerCheckConfig.min_phrase_match": _n(Share, "share of a long answer phrase's words that must be heard, in order"),
     # live turn-taking
-    "TurnTakingConfig.backchannels_per_minute": _n(AtLeastZero),
-    "TurnTakingConfig.backchannel_words": _n(Annotated[tuple[Annotated[str, Schema(minLength=1)], ...], Schema(minItems=1)],
-                                             "what a listener says"),
-    "TurnTakingConfig.listeners": _n(tuple[Literal[ASSISTANT, USER], ...]),
-    "TurnTakingConfig.min_spacing": _n(AtLeastZero),
-    "TurnTakingConfig.edge": _n(AtLeastZero),
-    "TurnTakingConfig.barge_in_rate": _n(Share),
-    "TurnTakingConfig.reaction": _n(Range),
     # the quality step
     "QualityConfig.enabled": _n(None, "measure every turn"),
     "QualityConfig.min_dnsmos": _n(Annotated[float, Schema(minimum=1, maximum=5)] | None),
@@ -138,6 +111,4 @@ NOTES: dict[str, FieldNote] = {
 }
 
 # Rules over several fields of one class (its `schema_rules`, once it can carry them).
-RULES: dict[str, dict[str, Any]] = {
-    "VoiceConfig": {"anyOf": [{"required": ["engine"]}, {"required": ["name"]}]},
-}
+RULES: dict[str, dict[str, Any]] = {}

@@ -17,6 +17,8 @@ from typing import Sequence
 
 import numpy as np
 
+from kame_data.speech.limits import Share
+
 LETTER_CUES = {"is", "it's", "its", "option", "options", "answer", "with", "be", "letter", "choice", "say", "pick",
                "choose", "go"}
 
@@ -25,8 +27,8 @@ LETTER_CUES = {"is", "it's", "its", "option", "options", "answer", "with", "be",
 class AnswerCheckConfig:
     """`speak.answer`: check the rendered answer, and how strictly a long phrase must be heard."""
 
-    enabled: bool = False
-    min_phrase_match: float = 0.75
+    enabled: bool = False  # check that the answer is still heard after mixing
+    min_phrase_match: Share = 0.75  # share of a long answer phrase's words that must be heard, in order
 
 
 def _in_order(phrase: Sequence[str], heard: Sequence[str]) -> int:

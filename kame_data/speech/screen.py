@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 
 from kame_data.audio import resample
+from kame_data.config_schema import Schema
+from kame_data.speech.limits import AtLeastZero
 from kame_data.speech.mix import loudness_normalise
 from kame_data.text import to_spoken
 
@@ -36,9 +38,9 @@ SENTENCES = (
 class ScreenConfig:
     """`speak.screen`: leave out voices Whisper cannot understand, before casting any."""
 
-    enabled: bool = False
-    max_wer: float = 0.05  # median over the sentences
-    sentences: int = 6  # how many of SENTENCES each voice reads
+    enabled: bool = False  # screen every pool voice before casting
+    max_wer: AtLeastZero = 0.05  # the highest median word error rate a voice may have
+    sentences: Annotated[int, Schema(minimum=1, maximum=len(SENTENCES))] = 6  # screening sentences each voice reads
 
 
 def voice_wer(engine, aligner, sentences: int, sample_rate: int = 24000, target_dbfs: float = -20.0) -> float:

@@ -17,25 +17,28 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
 
+from kame_data.config_schema import Schema
 from kame_data.records import ASSISTANT, SPEAKER, USER
+from kame_data.speech.limits import AtLeastZero, Range, Share
 
 BACKCHANNELS = ("Mm-hm.", "Right.", "Okay.", "Yeah.", "I see.", "Uh-huh.", "Sure.")
+Word = Annotated[str, Schema(minLength=1)]
 
 
 @dataclass(frozen=True)
 class TurnTakingConfig:
     """`speak.turns`: backchannels and barge-ins (both off by default)."""
 
-    backchannels_per_minute: float = 0.0  # per minute of the other speaker's speech
-    backchannel_words: tuple = BACKCHANNELS
-    listeners: tuple = (ASSISTANT, USER)  # the roles that backchannel
+    backchannels_per_minute: AtLeastZero = 0.0  # per minute of the other speaker's speech
+    backchannel_words: Annotated[tuple[Word, ...], Schema(minItems=1)] = BACKCHANNELS  # what a listener says
+    listeners: tuple[Literal[ASSISTANT, USER], ...] = (ASSISTANT, USER)  # the roles that backchannel
     backchannel_db: float = -4.0  # level against the listener's turns (backchannels are softer)
-    min_spacing: float = 3.0  # seconds between two backchannels of a dialogue
-    edge: float = 1.2  # no backchannel in a turn's first and last `edge` seconds
-    barge_in_rate: float = 0.0  # share of assistant -> user transitions where the user barges in
-    reaction: tuple = (0.25, 0.6)  # seconds the assistant keeps talking after the user starts
+    min_spacing: AtLeastZero = 3.0  # seconds between two backchannels of a dialogue
+    edge: AtLeastZero = 1.2  # no backchannel in a turn's first and last `edge` seconds
+    barge_in_rate: Share = 0.0  # share of assistant -> user transitions where the user barges in
+    reaction: Range = (0.25, 0.6)  # seconds the assistant keeps talking after the user starts
 
     def __post_init__(self) -> None:
         for name in ("backchannel_words", "listeners", "reaction"):

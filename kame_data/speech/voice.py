@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields, replace
+from typing import Annotated, Any, ClassVar, Literal
 
+from kame_data.config_schema import Schema
 from kame_data.speech.engine_spec import EngineSpec
-from kame_data.speech.engines import DEFAULT_ENGINE, engine_spec, knobs_of
+from kame_data.speech.engines import DEFAULT_ENGINE, ENGINES, engine_spec, knobs_of
+from kame_data.speech.limits import AtLeastZero, Positive
 from kame_data.speech.synthesis import TTSEngine
 from kame_data.speech.variants import VariantEngine
 
@@ -28,21 +31,25 @@ class VoiceConfig:
     `accent` and `weight` are casting tags (speech/voices.py) that do not change the sound.
     """
 
-    engine: str = DEFAULT_ENGINE
-    voice: str = "joe"
-    length_scale: float = 1.0
-    noise_scale: float = 0.667
-    noise_w_scale: float = 0.8
-    rate: int = 165
-    pitch: int = 50
-    speed: float = 1.0
-    formant_shift: float = 1.0  # > 1: a shorter vocal tract (brighter, more female); < 1: longer
-    pitch_median: float = 0.0  # Hz; 0 keeps the voice's own
-    pitch_range: float = 1.0  # scales the pitch excursions around the median
+    engine: Annotated[str, Schema(enum=list(ENGINES))] = DEFAULT_ENGINE  # the TTS engine
+    voice: str = "joe"  # the engine's voice (kame-data voices list)
+    length_scale: Positive = 1.0  # piper: > 1 speaks slower
+    noise_scale: AtLeastZero = 0.667  # piper: variation of the voice
+    noise_w_scale: AtLeastZero = 0.8  # piper: variation of the word lengths
+    rate: Annotated[int, Schema(minimum=80, maximum=450)] = 165  # espeak: words per minute
+    pitch: Annotated[int, Schema(minimum=0, maximum=99)] = 50  # espeak: base pitch
+    speed: Annotated[float, Schema(minimum=0.5, maximum=2.0)] = 1.0  # hibari, coqui: > 1 speaks faster
+    # > 1: a shorter vocal tract (brighter, more female); < 1: longer
+    formant_shift: Annotated[float, Schema(minimum=0.5, maximum=2.0)] = 1.0
+    pitch_median: Annotated[float, Schema(minimum=0, maximum=500)] = 0.0  # Hz; 0 keeps the voice's own
+    pitch_range: Annotated[float, Schema(minimum=0, maximum=4)] = 1.0  # scales the pitch excursions around the median
     name: str = ""  # a short label ("joe-deep"); default: engine:voice(knobs)
-    sex: str = ""  # casting tags: female | male | ""
-    accent: str = ""
-    weight: float = 1.0  # relative chance of being cast (within its pool)
+    sex: Literal["", "female", "male"] = ""  # casting tag
+    accent: str = ""  # casting tag
+    weight: AtLeastZero = 1.0  # relative chance of being cast (within its pool)
+
+    # A voice mapping gives `engine` (an engine voice) or `name` (a catalogue voice, its tags changed).
+    schema_rules: ClassVar[dict[str, Any]] = {"anyOf": [{"required": ["engine"]}, {"required": ["name"]}]}
 
     @property
     def label(self) -> str:
