@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Annotated, Literal
 
+from kame_data.config_schema import Schema
 from kame_data.records import ASSISTANT, USER
 from kame_data.speech.answer import AnswerCheckConfig
+from kame_data.speech.limits import AtLeastZero, Pair, Positive, Range, Share
 from kame_data.speech.screen import ScreenConfig
 from kame_data.speech.turntaking import TurnTakingConfig
 from kame_data.speech.voice import VoiceConfig
@@ -26,16 +28,18 @@ class GapConfig:
     corpus). Two turns of the same speaker never overlap (at least `same_speaker_min` apart).
     """
 
-    distribution: str = "uniform"
-    low: float = 0.25
-    high: float = 0.8
-    mean: float = 0.4
-    sd: float = 0.25
-    min: float = -0.3
-    max: float = 1.5
-    same_speaker_min: float = 0.2
-    edges: tuple = ()  # histogram: ascending bin edges in seconds (negative: overlap)
-    weights: tuple = ()  # histogram: one weight per bin
+    # uniform: from [low, high]; normal: N(mean, sd) clipped to [min, max]; histogram: a bin of `edges` by
+    # `weights`, then a point inside it; inherit (speak.reply.gap only): as speak.gap
+    distribution: Literal["uniform", "normal", "histogram", "inherit"] = "uniform"
+    low: float = 0.25  # uniform: the shortest gap, in seconds
+    high: float = 0.8  # uniform: the longest gap, in seconds
+    mean: float = 0.4  # normal: the mean gap, in seconds
+    sd: AtLeastZero = 0.25  # normal: the standard deviation, in seconds
+    min: Annotated[float, Schema(minimum=-2)] = -0.3  # normal: the shortest gap (negative: an overlap), in seconds
+    max: float = 1.5  # normal: the longest gap, in seconds
+    same_speaker_min: AtLeastZero = 0.2  # two turns of the same speaker are at least this far apart, in seconds
+    edges: tuple[float, ...] = ()  # histogram: ascending bin edges in seconds (negative: overlap)
+    weights: tuple[AtLeastZero, ...] = ()  # histogram: one weight per bin
 
     def __post_init__(self) -> None:
         for name in ("edges", "weights"):
@@ -71,14 +75,24 @@ class GapConfig:
         return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+# A recipe's gap: [low, high] (uniform) or a mapping (GapConfig).
+Gap = Pair | GapConfig
+Seconds = AtLeastZero | Range  # a fixed length, or [low, high] drawn per dialogue
+
+
 @dataclass(frozen=True)
 class QAConfig:
     """Whisper checks every turn: word error rate against the spoken text, and the median gap
-    between our word starts and Whisper's (engine-timed turns only)."""
+    between our word starts and Whisper's (engine-timed turns only).
 
-    enabled: bool = False
-    max_wer: float = 0.4  # per turn: one word in three misheard is still a usable turn, two are not
-    max_start_error_ms: float = 200.0  # Whisper base itself often puts starts 50-100 ms early
+    The defaults: one word in three misheard is still a usable turn, two are not; Whisper base
+    itself often puts word starts 50-100 ms early.
+    """
+
+    enabled: bool = False  # check every turn with Whisper
+    max_wer: AtLeastZero = 0.4  # the highest word error rate a turn may have
+    # the largest median gap between our word starts and Whisper's, in ms (engine-timed turns)
+    max_start_error_ms: Positive = 200.0
 
 
 @dataclass(frozen=True)
@@ -88,9 +102,11 @@ class ReplyConfig:
     a recipe whose distribution puts its 95th percentile above `max_p95` is refused, and a
     dialogue whose reply comes more than `max_seconds` late is rejected (`late_reply`)."""
 
-    gap: GapConfig = field(default_factory=lambda: GapConfig(distribution="inherit"))
-    max_p95: float | None = None
-    max_seconds: float | None = None
+    # the gap before the assistant answers: [low, high] draws uniformly; a mapping gives the distribution (a
+    # histogram comes from kame-data fit-gaps); default: as speak.gap
+    gap: Gap = field(default_factory=lambda: GapConfig(distribution="inherit"))
+    max_p95: float | None = None  # a gap distribution whose 95th percentile is above this (seconds) is refused
+    max_seconds: float | None = None  # a dialogue whose reply comes later than this (seconds) is rejected (late_reply)
 
     def __post_init__(self) -> None:
         if isinstance(self.gap, dict):
@@ -124,13 +140,16 @@ class PauseConfig:
     `oracle.early_truth: keep`.
     """
 
+    # redraw every pause the oracle's run rule (a word ending 1.0 s or more after the previous one) would read
+    # as the end of the turn (false needs oracle.early_truth: keep)
     bound: bool = True
-    sentence: tuple = (0.4, 0.75)
-    clause: tuple = (0.2, 0.45)
-    word: tuple = (0.05, 0.2)
-    margin: float = 0.05
-    thinking: float = 0.0
-    thinking_seconds: tuple = (1.5, 3.0)
+    sentence: Range = (0.4, 0.75)  # bound: the range a pause after . ? ! is redrawn from
+    clause: Range = (0.2, 0.45)  # bound: the range a pause after , ; : is redrawn from
+    word: Range = (0.05, 0.2)  # bound: the range any other pause is redrawn from
+    # bound: seconds the next word ends before the run rule
+    margin: Annotated[float, Schema(minimum=0, maximum=0.5)] = 0.05
+    thinking: Share = 0.0  # probability of one long pause in a user turn (needs oracle.early_truth: keep)
+    thinking_seconds: Range = (1.5, 3.0)  # the long pause's length
 
     def __post_init__(self) -> None:
         for name in ("sentence", "clause", "word", "thinking_seconds"):
@@ -147,26 +166,48 @@ class PauseConfig:
         return not self.bound or self.thinking > 0
 
 
-VoicePool = Union[VoiceConfig, tuple]  # a recipe gives one voice or a list of them
+# A recipe's voice: a catalogue name or a mapping; a role's pool: one voice or a list of them.
+Voice = Annotated[str, Schema(minLength=1)] | VoiceConfig
+VoicePool = Voice | Annotated[tuple[Voice, ...], Schema(minItems=1)]
 
 
 @dataclass(frozen=True)
 class SpeakConfig:
-    sample_rate: int = 24000
-    assistant: VoicePool = field(default_factory=lambda: role_default(ASSISTANT))  # the catalogue's (voices.json)
+    """The speak step's section: both roles' voices, the silences between and inside turns, loudness
+    and the speech checks. A role that names no voice gets the catalogue's (voices.json, `role_defaults`)."""
+
+    sample_rate: Literal[24000] = 24000  # Hz of every rendered dialogue (Mimi's rate)
+    # The assistant's voice: a catalogue voice by name (kame-data voices list), or a mapping: an engine voice, or
+    # {name: <catalogue voice>, ...} to change its tags; or a list of them, a pool from which each dialogue draws
+    # one (by a hash of the seed and its id).
+    assistant: VoicePool = field(default_factory=lambda: role_default(ASSISTANT))
+    # The user's voice: a catalogue voice by name (kame-data voices list), or a mapping: an engine voice, or
+    # {name: <catalogue voice>, ...} to change its tags; or a list of them, a pool from which each dialogue draws
+    # one (by a hash of the seed and its id).
     user: VoicePool = field(default_factory=lambda: role_default(USER))
-    gap: GapConfig = field(default_factory=GapConfig)  # a recipe's [low, high] means uniform
-    pauses: PauseConfig = field(default_factory=PauseConfig)
-    lead_in: Any = 0.3  # seconds of silence before the first word: a number, or [low, high]
-    tail: Any = 0.4  # after the last word
-    target_dbfs: float = -20.0
-    max_turn_seconds: float = 90.0
+    # Seconds from one turn's last word to the next turn's first (negative: overlap): [low, high] draws
+    # uniformly; a mapping gives the distribution (a histogram comes from kame-data fit-gaps).
+    gap: Gap = field(default_factory=GapConfig)
+    pauses: PauseConfig = field(default_factory=PauseConfig)  # pauses inside a turn
+    lead_in: Seconds = 0.3  # seconds of silence before the first word: a number, or [low, high]
+    tail: Seconds = 0.4  # seconds of silence after the last word: a number, or [low, high]
+    target_dbfs: Annotated[float, Schema(maximum=0)] = -20.0  # loudness every turn is normalised to, in dBFS
+    max_turn_seconds: Positive = 90.0  # a longer rendered turn rejects the dialogue
+    # Whisper listens to every turn; a voice above either threshold is replaced by the pool's next one, else the
+    # dialogue is rejected
     qa: QAConfig = field(default_factory=QAConfig)
-    workers: int | None = operational(None)  # worker processes; None: one per core
-    balance: str = ""  # casting: "sex" or "accent" gives each group of a pool the same chance
+    workers: Annotated[int, Schema(minimum=1)] | None = operational(None)  # worker processes (default: one per core)
+    # casting: give each sex (or accent) of a pool the same chance of being cast
+    balance: Literal["", "sex", "accent"] = ""
+    # before casting, every pool voice reads fixed sentences to Whisper; voices above max_wer (median) are left out
     screen: ScreenConfig = field(default_factory=ScreenConfig)
+    # when the assistant answers the user: its gap distribution (default: gap), a gate on its 95th percentile, a
+    # per-dialogue limit
     reply: ReplyConfig = field(default_factory=ReplyConfig)
+    # live turn-taking: listener backchannels and user barge-ins (off by default)
     turns: TurnTakingConfig = field(default_factory=TurnTakingConfig)
+    # after mixing, Whisper listens to the assistant channel: the answer must still be heard (else another voice,
+    # else answer_lost)
     answer: AnswerCheckConfig = field(default_factory=AnswerCheckConfig)
 
     def __post_init__(self) -> None:
