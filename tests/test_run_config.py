@@ -30,18 +30,6 @@ def test_every_key_of_the_schema_is_described():
     assert undocumented(recipe_schema()) == []
 
 
-def test_every_speech_note_names_a_field_that_exists():
-    """runner/speech_notes.py speaks for fields of the speech configs: a renamed field leaves a note behind."""
-    from kame_data.runner.config import sections
-    from kame_data.runner.speech_notes import NOTES, RULES
-
-    doc = recipe_schema()
-    keys = {cls.__name__: set(doc["properties"][name]["properties"]) for name, cls in sections().items()}
-    keys.update({name: set(d["properties"]) for name, d in doc["$defs"].items()})
-    stale = [k for k in NOTES if k.split(".")[1] not in keys.get(k.split(".")[0], ())]
-    assert stale == [] and set(RULES) <= set(keys)
-
-
 @pytest.mark.parametrize("recipe", sorted(p.name for p in (ROOT / "recipes").glob("*.yaml") if "train" not in p.name)
                          + ["../benchmarks/recipes/oracle_fixtures.yaml"])
 def test_the_committed_schema_accepts_every_shipped_recipe(recipe):

@@ -26,11 +26,8 @@ RUN_SECTIONS: dict[str, type] = {"filters": FilterConfig, "publish": PublishConf
 
 
 def _notes() -> tuple[dict[str, FieldNote], dict[str, dict[str, Any]]]:
-    """What a lower layer cannot say of its own fields (the source kinds are the sources' table),
-    and the speech configs' notes (runner/speech_notes.py)."""
-    from kame_data.runner.speech_notes import NOTES, RULES
-
-    return {**NOTES, "SourceSpec.kind": FieldNote(Annotated[str, Schema(enum=list(KINDS))])}, RULES
+    """What a lower layer cannot say of its own fields (the source kinds are the sources' table)."""
+    return {"SourceSpec.kind": FieldNote(Annotated[str, Schema(enum=list(KINDS))])}, {}
 
 
 def recipe_schema() -> dict[str, Any]:

@@ -15,11 +15,13 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Annotated, Any, Literal, Sequence
 
 import numpy as np
 
+from kame_data.config_schema import Schema
 from kame_data.records import CHANNEL
+from kame_data.speech.limits import Pair, Positive, Share
 
 NOISES = ("white", "pink", "brown")
 # Band limits (Hz) of each microphone response: (high-pass, low-pass); None: not filtered.
@@ -31,14 +33,14 @@ MICS: dict[str, tuple[float | None, float | None]] = {
 class AcousticsConfig:
     """The recipe's `acoustics:` section (off by default)."""
 
-    enabled: bool = False
-    snr_db: tuple = (10.0, 30.0)  # drawn uniformly per dialogue
-    noise: tuple = NOISES  # kinds drawn from
-    reverb: float = 0.6  # share of dialogues in a simulated room
-    rt60: tuple = (0.15, 0.6)  # seconds
-    rooms: int = 8  # rooms in the bank a dialogue draws from (each simulated once, then cached)
-    mic: tuple = tuple(MICS)
-    gain_db: tuple = (-6.0, 3.0)
+    enabled: bool = False  # simulate the user's room, microphone and noise
+    snr_db: Pair = (10.0, 30.0)  # [low, high] signal-to-noise ratio in dB, drawn uniformly per dialogue
+    noise: Annotated[tuple[Literal[NOISES], ...], Schema(minItems=1)] = NOISES  # kinds drawn from
+    reverb: Share = 0.6  # share of dialogues in a simulated room
+    rt60: tuple[Positive, Positive] = (0.15, 0.6)  # [low, high] reverberation time of the simulated rooms, in seconds
+    rooms: Annotated[int, Schema(minimum=1)] = 8  # rooms in the bank a dialogue draws from (each simulated once, then cached)
+    mic: Annotated[tuple[Literal[tuple(MICS)], ...], Schema(minItems=1)] = tuple(MICS)  # microphone responses drawn from
+    gain_db: Pair = (-6.0, 3.0)  # [low, high] level change of the user channel in dB
 
     def __post_init__(self) -> None:
         for name in ("snr_db", "noise", "rt60", "mic", "gain_db"):
