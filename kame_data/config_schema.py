@@ -31,7 +31,7 @@ import types
 import typing
 from dataclasses import MISSING, Field, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Union
+from typing import Any, Literal, Union
 
 NOT_A_KEY = "not_a_key"
 
@@ -52,14 +52,6 @@ class Schema:
 def not_a_key(default: Any = MISSING) -> Any:
     """A field the loader fills in (where a recipe lies, its raw text), not a key a recipe writes."""
     return field(default=default, metadata={NOT_A_KEY: True})
-
-
-class FieldNote(NamedTuple):
-    """What a field says about itself, given from outside its class (a class that cannot carry it
-    yet): a type to use instead of its annotation, and/or a description. None: the field's own."""
-
-    type: Any = None
-    doc: str | None = None
 
 
 _DIRECTIVE = re.compile(r"^(type:|noqa|pragma|fmt:)")
@@ -132,12 +124,11 @@ _SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", st
 class SchemaBuilder:
     """Turns annotated types into JSON Schema, collecting nested dataclasses into `defs`.
 
-    `notes`: `FieldNote`s by "Class.field", and `rules` (as `schema_rules`) by class name, for
-    classes that cannot say it themselves yet."""
+    `types`: by "Class.field", a type to use instead of the field's annotation, for a field whose
+    exact type a lower layer cannot name (a table that lives in a layer above it)."""
 
-    def __init__(self, notes: dict[str, FieldNote] | None = None, rules: dict[str, dict[str, Any]] | None = None):
-        self.notes = dict(notes or {})
-        self.rules = dict(rules or {})
+    def __init__(self, types: dict[str, Any] | None = None):
+        self.types = dict(types or {})
         self.defs: dict[str, dict[str, Any]] = {}
         self._def_classes: dict[str, type] = {}
 
@@ -154,14 +145,12 @@ class SchemaBuilder:
         else:  # TypedDict
             entries = [(name, None) for name in hints]
         for name, f in entries:
-            note = self.notes.get(f"{cls.__name__}.{name}", FieldNote())
-            prop = self.type_schema(note.type if note.type is not None else hints[name])
+            prop = self.type_schema(self.types.get(f"{cls.__name__}.{name}", hints[name]))
             default = _default_of(f) if f is not None else MISSING
             if default not in (MISSING, None) and "$ref" not in prop:
                 prop["default"] = default
-            doc = note.doc or docs.get(name)
-            if doc:
-                prop["description"] = doc
+            if docs.get(name):
+                prop["description"] = docs[name]
             props[name] = prop
             if (f is not None and f.default is MISSING and f.default_factory is MISSING) or \
                     (f is None and name in getattr(cls, "__required_keys__", ())):  # type: ignore[misc]
@@ -174,7 +163,7 @@ class SchemaBuilder:
         if required:
             out["required"] = required
         out["properties"] = props
-        out.update(getattr(cls, "schema_rules", None) or self.rules.get(cls.__name__, {}))
+        out.update(getattr(cls, "schema_rules", None) or {})
         return out
 
     def type_schema(self, tp: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypedDict
 import jsonschema
 import pytest
 
-from kame_data.config_schema import FieldNote, Schema, SchemaBuilder, dumps, field_docs, not_a_key, undocumented
+from kame_data.config_schema import Schema, SchemaBuilder, dumps, field_docs, not_a_key, undocumented
 
 Share = Annotated[float, Schema(minimum=0, maximum=1)]
 
@@ -54,8 +54,8 @@ class Example:
     schema_rules: ClassVar[dict[str, Any]] = {"not": {"required": ["kind", "parts"]}}
 
 
-def build(notes=None, rules=None):
-    builder = SchemaBuilder(notes, rules)
+def build(types=None):
+    builder = SchemaBuilder(types)
     doc = builder.object_schema(Example)
     return {**doc, "$defs": builder.defs}
 
@@ -103,12 +103,11 @@ def test_the_schema_accepts_and_refuses_what_the_dataclass_means():
         assert list(validator.iter_errors(bad)), bad
 
 
-def test_notes_speak_for_a_class_that_cannot_yet():
-    doc = build({"Example.anything": FieldNote(Annotated[int, Schema(minimum=1)], "a count"),
-                 "Inner.level": FieldNote(doc="loudness")}, {"Inner": {"required": ["level"]}})
-    assert doc["properties"]["anything"] == {"type": "integer", "minimum": 1, "description": "a count"}
-    assert doc["$defs"]["Inner"]["properties"]["level"]["description"] == "loudness"
-    assert doc["$defs"]["Inner"]["required"] == ["level"]
+def test_a_type_given_from_outside_replaces_the_annotation():
+    """A lower layer's field whose exact type is a table above it (SourceSpec.kind) gets it from the builder."""
+    doc = build({"Example.anything": Annotated[int, Schema(minimum=1)], "Inner.level": Literal[1, 2, 3]})
+    assert doc["properties"]["anything"] == {"type": "integer", "minimum": 1, "description": "no type to check"}
+    assert doc["$defs"]["Inner"]["properties"]["level"] == {"enum": [1, 2, 3], "default": 3, "description": "how loud"}
 
 
 def test_what_it_cannot_express_is_an_error():

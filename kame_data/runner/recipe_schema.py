@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from kame_data import pipeline
 from kame_data.atomic import write_text
-from kame_data.config_schema import FieldNote, Schema, SchemaBuilder, class_doc, dumps
+from kame_data.config_schema import Schema, SchemaBuilder, class_doc, dumps
 from kame_data.dataset.config import PublishConfig
 from kame_data.recipe import Recipe
 from kame_data.sources import KINDS
@@ -25,9 +25,8 @@ from kame_data.step import StepSpec
 RUN_SECTIONS: dict[str, type] = {"filters": FilterConfig, "publish": PublishConfig}
 
 
-def _notes() -> tuple[dict[str, FieldNote], dict[str, dict[str, Any]]]:
-    """What a lower layer cannot say of its own fields (the source kinds are the sources' table)."""
-    return {"SourceSpec.kind": FieldNote(Annotated[str, Schema(enum=list(KINDS))])}, {}
+# Types a lower layer cannot name for its own fields: the source kinds are the sources' table.
+FIELD_TYPES: dict[str, Any] = {"SourceSpec.kind": Annotated[str, Schema(enum=list(KINDS))]}
 
 
 def recipe_schema() -> dict[str, Any]:
@@ -37,8 +36,7 @@ def recipe_schema() -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def _schema(specs: tuple[StepSpec, ...]) -> dict[str, Any]:
-    notes, rules = _notes()
-    builder = SchemaBuilder(notes, rules)
+    builder = SchemaBuilder(FIELD_TYPES)
     head = builder.object_schema(Recipe)
     properties = dict(head["properties"])
     for name, cls in RUN_SECTIONS.items():
