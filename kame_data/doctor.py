@@ -78,7 +78,8 @@ def check_conversation(opts: dict) -> str:
     import numpy as np
 
     from kame_data.speech.acoustics import draw_room, room_rir
-    from kame_data.speech.quality import QualityConfig, QualityMeter
+    from kame_data.speech.config import QualityConfig
+    from kame_data.speech.quality import QualityMeter
     from kame_data.speech.voice import open_engine
     from kame_data.speech.voices import BUNDLED
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
-from kame_data.speech.acoustics import AcousticsConfig, colored_noise, draw_room, speech_mask
+from kame_data.speech.acoustics import colored_noise, draw_room, speech_mask
+from kame_data.speech.config import AcousticsConfig, QualityConfig
 from kame_data.speech.post import AcousticsStage, QualityStage
-from kame_data.speech.quality import QualityConfig
 from kame_data.speech.stage import SpeakConfig, SpeakStage
 from kame_data.speech.voice import VoiceConfig
 from kame_data.text import to_spoken

@@ -14,42 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from kame_data.config_schema import Schema
 from kame_data.records import CHANNEL
-from kame_data.speech.limits import Pair, Positive, Share
-
-NOISES = ("white", "pink", "brown")
-# Band limits (Hz) of each microphone response: (high-pass, low-pass); None: not filtered.
-MICS: dict[str, tuple[float | None, float | None]] = {
-    "flat": (None, None), "headset": (100.0, 7000.0), "laptop": (180.0, 9000.0), "phone": (300.0, 3400.0)}
-
-
-@dataclass(frozen=True)
-class AcousticsConfig:
-    """The recipe's `acoustics:` section (off by default)."""
-
-    enabled: bool = False  # simulate the user's room, microphone and noise
-    snr_db: Pair = (10.0, 30.0)  # [low, high] signal-to-noise ratio in dB, drawn uniformly per dialogue
-    noise: Annotated[tuple[Literal[NOISES], ...], Schema(minItems=1)] = NOISES  # kinds drawn from
-    reverb: Share = 0.6  # share of dialogues in a simulated room
-    rt60: tuple[Positive, Positive] = (0.15, 0.6)  # [low, high] reverberation time of the simulated rooms, in seconds
-    rooms: Annotated[int, Schema(minimum=1)] = 8  # rooms in the bank a dialogue draws from (each simulated once, then cached)
-    mic: Annotated[tuple[Literal[tuple(MICS)], ...], Schema(minItems=1)] = tuple(MICS)  # microphone responses drawn from
-    gain_db: Pair = (-6.0, 3.0)  # [low, high] level change of the user channel in dB
-
-    def __post_init__(self) -> None:
-        for name in ("snr_db", "noise", "rt60", "mic", "gain_db"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-        bad = [n for n in self.noise if n not in NOISES] + [m for m in self.mic if m not in MICS]
-        if bad:
-            raise ValueError(f"acoustics: unknown noise or microphone {bad[0]!r} "
-                             f"(noise: {', '.join(NOISES)}; mic: {', '.join(MICS)})")
-
+from kame_data.speech.config import MICS, AcousticsConfig
 
 def colored_noise(n: int, kind: str, rng: np.random.Generator) -> np.ndarray:
     """Unit-power noise whose power falls as 1/f^0 (white), 1/f (pink) or 1/f^2 (brown)."""

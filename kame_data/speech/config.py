@@ -1,5 +1,5 @@
-"""The speak step's config: voice pools per role, turn gaps, pauses inside turns, silences,
-loudness and speech QA."""
+"""The speech steps' configs: the speak step's (voice pools per role, turn gaps, pauses inside
+turns, silences, loudness and speech QA), then those of the quality and acoustics steps after it."""
 
 from __future__ import annotations
 
@@ -252,3 +252,51 @@ class SpeakConfig:
     def voices(self) -> list[VoiceConfig]:
         """Every distinct voice of both pools, in order."""
         return list(dict.fromkeys(self.pool(ASSISTANT) + self.pool(USER)))
+
+
+@dataclass(frozen=True)
+class QualityConfig:
+    """The recipe's `quality:` section. None disables a threshold (the figure is still measured)."""
+
+    enabled: bool = False  # measure every turn
+    dnsmos: bool = True  # the slowest measure (about 0.03 s per second of speech on one core)
+    min_dnsmos: Annotated[float, Schema(minimum=1, maximum=5)] | None = None  # overall MOS (1-5) of every turn
+    max_speech_outside: AtLeastZero | None = 1.0  # seconds of VAD speech outside the turn's words (± margin)
+    min_word_speech: Share | None = 0.5  # share of the words' time VAD hears speech in
+    max_clipped: Annotated[int, Schema(minimum=0)] | None = 0  # samples at full scale in a turn
+    min_lufs: float | None = None  # the quietest loudness a turn may have (LUFS); null: off
+    max_lufs: float | None = None  # the loudest a turn may be (LUFS); null: off
+    margin: AtLeastZero = 0.15  # seconds around each word still counted as that word
+    # Silero VAD's speech probability threshold
+    vad_threshold: Annotated[float, Schema(exclusiveMinimum=0, exclusiveMaximum=1)] = 0.5
+
+
+NOISES = ("white", "pink", "brown")  # the acoustics step's noise colours
+# Band limits (Hz) of each microphone response: (high-pass, low-pass); None: not filtered.
+MICS: dict[str, tuple[float | None, float | None]] = {
+    "flat": (None, None), "headset": (100.0, 7000.0), "laptop": (180.0, 9000.0), "phone": (300.0, 3400.0)}
+
+
+@dataclass(frozen=True)
+class AcousticsConfig:
+    """The recipe's `acoustics:` section (off by default)."""
+
+    enabled: bool = False  # simulate the user's room, microphone and noise
+    snr_db: Pair = (10.0, 30.0)  # [low, high] signal-to-noise ratio in dB, drawn uniformly per dialogue
+    noise: Annotated[tuple[Literal[NOISES], ...], Schema(minItems=1)] = NOISES  # kinds drawn from
+    reverb: Share = 0.6  # share of dialogues in a simulated room
+    # [low, high] reverberation time of the simulated rooms, in seconds
+    rt60: tuple[Positive, Positive] = (0.15, 0.6)
+    # rooms in the bank a dialogue draws from (each simulated once, then cached)
+    rooms: Annotated[int, Schema(minimum=1)] = 8
+    # microphone responses drawn from
+    mic: Annotated[tuple[Literal[tuple(MICS)], ...], Schema(minItems=1)] = tuple(MICS)
+    gain_db: Pair = (-6.0, 3.0)  # [low, high] level change of the user channel in dB
+
+    def __post_init__(self) -> None:
+        for name in ("snr_db", "noise", "rt60", "mic", "gain_db"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        bad = [n for n in self.noise if n not in NOISES] + [m for m in self.mic if m not in MICS]
+        if bad:
+            raise ValueError(f"acoustics: unknown noise or microphone {bad[0]!r} "
+                             f"(noise: {', '.join(NOISES)}; mic: {', '.join(MICS)})")

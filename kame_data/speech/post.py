@@ -11,8 +11,9 @@ import logging
 from dataclasses import replace
 
 from kame_data.records import SPEAKER, USER, Reject, RenderedDialogue
-from kame_data.speech.acoustics import AcousticsConfig, augment_user
-from kame_data.speech.quality import QualityConfig, QualityMeter, failure
+from kame_data.speech.acoustics import augment_user
+from kame_data.speech.config import AcousticsConfig, QualityConfig
+from kame_data.speech.quality import QualityMeter, failure
 from kame_data.step import Resources, RunContext, Step, StepSpec
 
 log = logging.getLogger(__name__)

@@ -10,35 +10,16 @@ clipped samples, and loudness (ITU-R BS.1770 through `pyloudnorm`). Reject reaso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 
 from kame_data.audio import resample
-from kame_data.config_schema import Schema
 from kame_data.records import CHANNEL, RenderedDialogue
-from kame_data.speech.limits import AtLeastZero, Share
+from kame_data.speech.config import QualityConfig
 
 VAD_RATE = 16000
 WINDOW_PAD = 0.25  # seconds around a turn's first and last word
-
-
-@dataclass(frozen=True)
-class QualityConfig:
-    """The recipe's `quality:` section. None disables a threshold (the figure is still measured)."""
-
-    enabled: bool = False  # measure every turn
-    dnsmos: bool = True  # the slowest measure (about 0.03 s per second of speech on one core)
-    min_dnsmos: Annotated[float, Schema(minimum=1, maximum=5)] | None = None  # overall MOS (1-5) of every turn
-    max_speech_outside: AtLeastZero | None = 1.0  # seconds of VAD speech outside the turn's words (± margin)
-    min_word_speech: Share | None = 0.5  # share of the words' time VAD hears speech in
-    max_clipped: Annotated[int, Schema(minimum=0)] | None = 0  # samples at full scale in a turn
-    min_lufs: float | None = None  # the quietest loudness a turn may have (LUFS); null: off
-    max_lufs: float | None = None  # the loudest a turn may be (LUFS); null: off
-    margin: AtLeastZero = 0.15  # seconds around each word still counted as that word
-    # Silero VAD's speech probability threshold
-    vad_threshold: Annotated[float, Schema(exclusiveMinimum=0, exclusiveMaximum=1)] = 0.5
 
 
 def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
