@@ -174,16 +174,16 @@ VoicePool = Voice | Annotated[tuple[Voice, ...], Schema(minItems=1)]
 @dataclass(frozen=True)
 class SpeakConfig:
     """The speak step's section: both roles' voices, the silences between and inside turns, loudness
-    and the speech checks. A role that names no voice gets the catalogue's (voices.json, `role_defaults`)."""
+    and the speech checks."""
 
     sample_rate: Literal[24000] = 24000  # Hz of every rendered dialogue (Mimi's rate)
     # The assistant's voice: a catalogue voice by name (kame-data voices list), or a mapping: an engine voice, or
     # {name: <catalogue voice>, ...} to change its tags; or a list of them, a pool from which each dialogue draws
-    # one (by a hash of the seed and its id).
+    # one (by a hash of the seed and its id). Default: the catalogue's (role_defaults in speech/voices.json).
     assistant: VoicePool = field(default_factory=lambda: role_default(ASSISTANT))
     # The user's voice: a catalogue voice by name (kame-data voices list), or a mapping: an engine voice, or
     # {name: <catalogue voice>, ...} to change its tags; or a list of them, a pool from which each dialogue draws
-    # one (by a hash of the seed and its id).
+    # one (by a hash of the seed and its id). Default: the catalogue's (role_defaults in speech/voices.json).
     user: VoicePool = field(default_factory=lambda: role_default(USER))
     # Seconds from one turn's last word to the next turn's first (negative: overlap): [low, high] draws
     # uniformly; a mapping gives the distribution (a histogram comes from kame-data fit-gaps).
