@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import re
 
-from num2words import num2words
+from num2words import CONVERTER_CLASSES, num2words
 
 # a numeral as benchmarks write it: '1,234.5', '12', '.5'
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?|\.\d+"
+# The most digits a number name covers (num2words names numbers below 10**306). A longer run is a
+# digit string (a serial, a hash, a long expansion), read digit by digit (prepare.py's `clean`).
+NAMED_DIGITS = len(str(CONVERTER_CLASSES["en"].MAXVAL)) - 1
+# A signed value as the passes capture it: '-1,234.5', '+.5', '3 1/2', '-3/4'.
+_VALUE = re.compile(r"([-+]?)\s*(?:(\d+)\s+(\d+)/(\d+)|(\d+)/(\d+)|(\d*)(?:\.(\d*))?)")
 
 
 def _words(text: str) -> str:
@@ -25,19 +30,30 @@ def cardinal(n: int) -> str:
     return _words(num2words(n))
 
 
+def say_digits(digits: str) -> str:
+    """'0042' -> 'zero zero four two': a digit string said one digit at a time."""
+    return " ".join(cardinal(int(d)) for d in digits if d.isdigit())
+
+
 def say_number(text: str) -> str:
-    """'1,234.5' -> 'one thousand two hundred and thirty four point five'; '.5' -> 'point five'."""
-    text = text.replace(",", "")
-    negative = text.startswith("-")
-    text = text.lstrip("-+")
-    if "." in text:
-        whole, frac = text.split(".", 1)
-        frac = frac.rstrip("0")  # "5.20" is said "five point two"
-        head = cardinal(int(whole or 0))
-        out = f"{head} point {' '.join(cardinal(int(d)) for d in frac if d.isdigit())}" if frac else head
+    """'1,234.5' -> 'one thousand two hundred and thirty four point five'; '.5' -> 'zero point five';
+    '-3/4' -> 'minus three quarters'; '2 1/2' -> 'two and a half'.
+
+    Every shape of value a pass captures (a sign, a mixed number, a fraction, a decimal) is read
+    here, so no pass hands a fraction to a reader of decimals. Anything else is a ValueError."""
+    m = _VALUE.fullmatch(text.replace(",", "").strip())
+    if not m or not any(m.group(g) for g in (2, 5, 7, 8)):
+        raise ValueError(f"not a number: {text!r}")
+    sign, whole, num, den, top, bottom, units, decimals = m.groups()
+    if whole:
+        out = say_mixed(cardinal(int(whole)), int(num), int(den))
+    elif top:
+        out = say_fraction(int(top), int(bottom))
     else:
-        out = cardinal(int(text))
-    return f"minus {out}" if negative else out
+        decimals = (decimals or "").rstrip("0")  # "5.20" is said "five point two"
+        head = cardinal(int(units or 0))
+        out = f"{head} point {say_digits(decimals)}" if decimals else head
+    return f"minus {out}" if sign == "-" else out
 
 
 def say_year(n: int) -> str:

@@ -81,6 +81,7 @@ def units(text: str) -> str:
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
         value = m.group(1).replace(",", "").lstrip("+")
+        minus, value = ("minus " if value.startswith("-") else ""), value.lstrip("-")
         frac = re.fullmatch(r"(?:(\d+)\s+)?(\d+)/(\d+)", value)
         if frac and not frac.group(1) and int(frac.group(2)) < int(frac.group(3)):  # '3/4 in.'
             article = "an" if singular[0] in "aeiou" else "a"
@@ -91,7 +92,8 @@ def units(text: str) -> str:
                 say_fraction(int(frac.group(2)), int(frac.group(3)))
             words = f" {said} {plural}"
         else:
-            words = f" {say_number(m.group(1))} {singular if value in ('1', '1.0', '-1') else plural}"
+            words = f" {say_number(value)} {singular if value in ('1', '1.0') else plural}"
+        words = f" {minus}{words.lstrip()}"
         if m.group(3):
             den = m.group(3)
             words += f" per {_UNITS[den][0] if den in _UNITS else den}"
