@@ -14,6 +14,8 @@ from num2words import CONVERTER_CLASSES, num2words
 
 # a numeral as benchmarks write it: '1,234.5', '12', '.5'
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?|\.\d+"
+# any value a pass reads with `say_number`: a mixed number, a fraction or a numeral
+VALUE = rf"\d+\s+\d+/\d+|\d+/\d+|{NUM}"
 # The most digits a number name covers (num2words names numbers below 10**306). A longer run is a
 # digit string (a serial, a hash, a long expansion), read digit by digit (prepare.py's `clean`).
 NAMED_DIGITS = len(str(CONVERTER_CLASSES["en"].MAXVAL)) - 1
@@ -99,7 +101,7 @@ def arithmetic(text: str) -> str:
     read their operators. A proper fraction or a mixed number inside is a number, not a division."""
     ops = {"+": " plus ", "-": " minus ", "*": " times ", "x": " times ", "×": " times ", "/": " divided by ",
            "÷": " divided by "}
-    term = rf"\(?\$?(?:\d+\s+\d+/\d+|\d+/\d+|{NUM})%?\)?"
+    term = rf"\(?\$?(?:{VALUE})%?\)?"
 
     def chain(m: re.Match) -> str:
         out, pos = [], 0
@@ -121,15 +123,17 @@ def _operators(text: str, ops: dict[str, str]) -> str:
 
 
 def numerals(text: str) -> str:
-    text = re.sub(rf"(?<![\w.])({NUM})\s?%", lambda m: f" {say_number(m.group(1))} percent ", text)
+    """Every digit left, as words. A minus sign is read first, whatever the shape of the number after
+    it ('-3/4', '-5%', '(-1 1/2)'): between two numbers it is a subtraction, before one its sign."""
+    text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
+    text = re.sub(r"(?<![\w.)])-\s?(?=\.?\d)", " minus ", text)
+    text = re.sub(rf"(?<![\w.])({VALUE})\s?%", lambda m: f" {say_number(m.group(1))} percent ", text)
     text = re.sub(r"\b(\d+)\s*(st|nd|rd|th)\b", lambda m: f" {say_ordinal(int(m.group(1)))} ", text)
     text = re.sub(rf"(?<![\w.]){MIXED}",
                   lambda m: f" {say_mixed(cardinal(int(m.group(1))) if m.group(1).isdigit() else m.group(1), int(m.group(2)), int(m.group(3)))} ", text)
     text = re.sub(r"(?<![\w.])(\d+)\s*/\s*(\d+)\b(?![.,]\d)",
                   lambda m: f" {say_fraction(int(m.group(1)), int(m.group(2)))} ", text)
-    text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
     text = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " times ", text)
     text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w-]|\.\d)", lambda m: f"{m.group(1)} to {m.group(2)}", text)
-    text = re.sub(rf"(?<![\w.)])-\s?({NUM})", lambda m: f" minus {say_number(m.group(1))} ", text)
     text = re.sub(rf"(?<![\d])({NUM})", lambda m: f" {say_number(m.group(0))} ", text)
     return re.sub(r"\d+", lambda m: f" {cardinal(int(m.group(0)))} ", text)  # anything left: digits one by one
