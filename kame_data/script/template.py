@@ -259,8 +259,8 @@ def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, 
         lead_in = pick(_LEAD_INS, "lead_in") if steps else ""
         answer = f"{lead_in}{steps} {closer}".strip()
         if seconds(answer, cfg) <= cfg.max_turn_seconds or not kept:
-            return user, answer, steps
-        limit = max(1, limit // 2)
+            return user, answer, steps  # still too long without steps: script_turns refuses it `too_long`
+        limit //= 2  # at 0 no step is kept: the loop ends even when the answer alone is too long
 
 
 def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Script | Reject:
