@@ -14,8 +14,14 @@ from num2words import CONVERTER_CLASSES, num2words
 
 # a numeral as benchmarks write it: '1,234.5', '12', '.5'
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?|\.\d+"
-# any value a pass reads with `say_number`: a mixed number, a fraction or a numeral
-VALUE = rf"\d+\s+\d+/\d+|\d+/\d+|{NUM}"
+# A fraction is never part of a run of slashes ('1/2/3' is divisions).
+FRACTION = r"(?<![\d/])\d+/\d+(?![\d/])"
+# Any value a pass reads with `say_number`: a mixed number, a fraction or a numeral.
+VALUE = rf"\d+\s+{FRACTION}|{FRACTION}|{NUM}"
+# A number in a chain of operations ('24/2=12', '3 1/2 - 2 = 1 1/2'): a mixed number or a numeral.
+# A fraction there is a numeral, '/' and a numeral, so a chain matches one way only; were a term a
+# fraction too, a chain of n fractions that fails to match would be retried in 2^n ways (a hang).
+OPERAND = rf"\d+\s+{FRACTION}|{NUM}"
 # The most digits a number name covers (num2words names numbers below 10**306). A longer run is a
 # digit string (a serial, a hash, a long expansion), read digit by digit (prepare.py's `clean`).
 NAMED_DIGITS = len(str(CONVERTER_CLASSES["en"].MAXVAL)) - 1
@@ -101,7 +107,7 @@ def arithmetic(text: str) -> str:
     read their operators. A proper fraction or a mixed number inside is a number, not a division."""
     ops = {"+": " plus ", "-": " minus ", "*": " times ", "x": " times ", "×": " times ", "/": " divided by ",
            "÷": " divided by "}
-    term = rf"\(?\$?(?:{VALUE})%?\)?"
+    term = rf"\(?\$?(?:{OPERAND})%?\)?"  # its brackets are its own: none around it in the chain (one way to match)
 
     def chain(m: re.Match) -> str:
         out, pos = [], 0
@@ -112,7 +118,7 @@ def arithmetic(text: str) -> str:
             pos = t.end()
         return "".join(out) + _operators(m.group(0)[pos:], ops)
 
-    text = re.sub(rf"(?<![\w.])\(?{term}(?:\s*[-+*x×/÷]\s*\(?{term}\)?)+(?=\s*\)?\s*=)", chain, text)
+    text = re.sub(rf"(?<![\w.]){term}(?:\s*[-+*x×/÷]\s*{term})+(?=\s*\)?\s*=)", chain, text)
     # '22 - 7m': a spaced minus between numbers, read before the units pass takes '7m' (year ranges stay)
     return re.sub(r"(?<![\d,.])(\d+)\s+-\s+(?=(\d+)(?!\d))", lambda m: m.group(0) if
                   all(re.fullmatch(r"1\d{3}|20\d\d", g) for g in m.groups()) else f"{m.group(1)} minus ", text)
