@@ -8,13 +8,16 @@ is benchmarks/fuzz_text.py), then one example of each mistake the generators fou
 
 from __future__ import annotations
 
+import contextlib
 import re
+import signal
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kame_data.records import LETTERS, Dialogue, Reject, SourceItem
+from kame_data.script.solution import sentences
 from kame_data.script.template import ScriptConfig, answer_key, script_item
 from kame_data.text import is_speakable, say_number, to_spoken, unspoken
 from tests.text_strategies import HypothesisChooser, money, quantity, source_items, texts
@@ -130,3 +133,33 @@ def test_a_worked_answer_too_long_to_say_is_refused_not_looped_on():
                       explanation="It is far. Very far indeed.")
     out = script_item(item, 0, ScriptConfig(), seed=0)
     assert isinstance(out, Reject) and out.reason == "too_long"
+
+
+@pytest.mark.parametrize("run", [
+    "0 apples + 1 apples + 2 apples + 3 apples + ",  # a sum without its '=' (spaces shared out 6^n ways)
+    "1/",  # a run of slashes (each pair a fraction or a division)
+    "½ + ",  # fractions added, no '=' (the same)
+    "1(",  # products in brackets ('1 × (1 × (...': a bracket the term's or the chain's)
+])
+def test_long_chains_are_read_in_linear_time_not_retried_exponentially(run):
+    """Patterns that matched one text in many ways hung on a long list: 40 repeats must take well
+    under a second each (they took 2^40 tries and more); the bound is a generous hang guard."""
+    text = run * 40
+    with _deadline(20):
+        spoken = to_spoken(text)
+        said = sentences(text)
+    assert unspoken(spoken) == "" and isinstance(said, list)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Raise in the test instead of hanging the suite when the code under test does not return."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: exponential backtracking?")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -186,11 +186,21 @@ ATOMS = (word, word, word, numeral, fraction, quantity, quantity, money, formula
          unit_or_currency, any_characters)
 
 
+def repeated(c: Chooser) -> str:
+    """One atom many times with one separator, as in a long list or a long sum ('3 apples + 4
+    apples + ...'): where a pattern can match one text many ways, this is what takes exponential time."""
+    one, separator = c.pick(ATOMS)(c), c.pick(SEPARATORS + (" + ", " = ", " x ", " - ", "; "))
+    return separator.join([one] * c.number(2, 40))
+
+
 def text(c: Chooser, max_atoms: int = 10) -> str:
     """Benchmark-like display text (a run of atoms joined by spaces and punctuation), or, one time
-    in five, any characters at all."""
-    if c.number(0, 4) == 0:
+    in five, any characters at all, or, one time in ten, a repeated atom."""
+    kind = c.number(0, 9)
+    if kind < 2:
         return c.chars(None, 0, 30)
+    if kind == 2:
+        return repeated(c)
     return "".join(c.pick(ATOMS)(c) + c.pick(SEPARATORS) for _ in range(c.number(0, max_atoms)))
 
 
