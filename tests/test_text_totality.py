@@ -33,6 +33,16 @@ CONFIGS = (ScriptConfig(), ScriptConfig(mmlu_options="all"), ScriptConfig(mmlu_o
            ScriptConfig(max_options=40, followup_rate=0.5))
 
 
+@pytest.mark.parametrize("text, problem", [
+    ("It's A, the one: café, 日本! Right? Yes; no.", ""),
+    ("five 5", "characters '5'"), ("a $ b", "characters '$'"), ("x² ÷ y", "characters '²÷'"),
+    ("a\tb", "characters '\\t'"), (" a", "spacing"), ("a  b", "spacing"), ("'a", "an apostrophe outside a word"),
+])
+def test_what_spoken_text_is_made_of(text, problem):
+    assert unspoken(text) == problem
+    assert is_speakable(text) == (not problem)
+
+
 @fixed(1500)
 @given(texts())
 def test_any_text_is_spoken_without_digits_or_symbols(text):
