@@ -27,6 +27,7 @@ import signal
 import sys
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,7 +83,8 @@ def run_chunk(task: tuple[str, int, int, int, float]) -> dict:
     kind, seed, chunk, size, hang_seconds = task
     chooser = RandomChooser(random.Random(f"{seed}:{kind}:{chunk}"))
     signal.signal(signal.SIGALRM, _alarm)
-    found = {"kind": kind, "tried": 0, "exceptions": 0, "violations": 0, "examples": [], "slowest": (0.0, "")}
+    found = {"kind": kind, "tried": 0, "exceptions": 0, "violations": 0, "examples": [], "slowest": (0.0, ""),
+             "sites": Counter()}
     for k in range(size):
         value = text(chooser) if kind == "text" else source_item(chooser)
         start = time.perf_counter()
@@ -100,6 +102,7 @@ def run_chunk(task: tuple[str, int, int, int, float]) -> dict:
             found["slowest"] = (took, repr(value)[:200])
         if error is not None:
             found["exceptions"] += 1
+            found["sites"][f"{type(error).__name__} at {_where(error)}"] += 1
             what = f"{type(error).__name__}: {str(error)[:160]} at {_where(error)}"
         elif problem:
             found["violations"] += 1
@@ -138,6 +141,7 @@ def main() -> None:
     totals = {"text": 0, "item": 0}
     exceptions = violations = 0
     examples: list[tuple] = []
+    sites: Counter[str] = Counter()
     slowest = {"text": (0.0, ""), "item": (0.0, "")}
     start = time.perf_counter()
     last = 0.0
@@ -150,6 +154,7 @@ def main() -> None:
             exceptions += found["exceptions"]
             violations += found["violations"]
             examples += found["examples"][: max(0, 3 * EXAMPLES - len(examples))]
+            sites.update(found["sites"])
             slowest[kind] = max(slowest[kind], found["slowest"])
             now = time.perf_counter() - start
             if now - last >= 15 or sum(totals.values()) == args.texts + args.items:
@@ -162,6 +167,8 @@ def main() -> None:
     print(f"inputs tried:  {totals['text']:,} texts + {totals['item']:,} items ({2 * totals['item']:,} dialogues)"
           f" = {totals['text'] + totals['item']:,}")
     print(f"exceptions:    {exceptions}")
+    for site, n in sites.most_common(10):
+        print(f"  {n:8,}  {site}")
     print(f"violations:    {violations} (outputs that are not spoken text)")
     print(f"wall time:     {wall:.1f} s on {args.workers} processes"
           f" ({totals['text'] / wall:,.0f} texts/s and {totals['item'] / wall:,.1f} items/s together)")
