@@ -177,10 +177,24 @@ def open_target(item: SourceItem) -> Target:
     return Target(text=f"{answer} {unit}".strip(), number=number, unit=unit)
 
 
+def answer_positions(item: SourceItem) -> list[int] | None:
+    """The options a multiple-choice item's answer letters name, in the item's order (HSSBench
+    answers can be several letters, comma-joined); None when they do not name distinct options of
+    the item (no letter, a letter past its options, one repeated, anything but A-Z)."""
+    letters = item.answer_letter.split(",")
+    if not all(len(a) == 1 and a in LETTERS for a in letters):
+        return None
+    positions = [LETTERS.index(a) for a in letters]
+    if max(positions) >= len(item.options) or len(set(positions)) < len(positions):
+        return None
+    return positions
+
+
 def choice_target(item: SourceItem, shown_letters: list[str]) -> Target:
     """A multiple-choice answer as the dialogue shows it (letters relabelled by the options read;
-    none when no options are read, `mmlu_options: open`)."""
-    texts = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",") if a]
+    none when no options are read, `mmlu_options: open`). The item's answer letters must name its
+    options (`answer_positions`)."""
+    texts = [item.options[i] for i in answer_positions(item) or []]
     return Target(letter=" and ".join(shown_letters), text=" and ".join(t.rstrip(".") for t in texts))
 
 

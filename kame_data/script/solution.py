@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from kame_data.text.numbers import FRACTION
+
 _NUM = r"\d[\d,]*(?:\.\d+)?|\.\d+"
 _OP = r"[-+*/x×÷–−]"
 # Units written onto a number in worked solutions ("300g", "60g", "2GB").
@@ -23,7 +25,11 @@ _FREE = r"(?!(?:x|and|or|is|are|was|were|so|then|which|if|it|because|since|as|bu
 _QUALIFIER = rf"(?:\s+(?:that|who|for|in|on|at|from)(?:\s+{_FREE}){{1,3}})?"
 _WORDS = rf"(?:\s+{_WORD}(?:/(?:1\s+)?{_WORD})?){{0,3}}(?:\s+(?:of|per)(?:\s+{_WORD}){{1,2}}){{0,2}}{_QUALIFIER}"
 # a quantity in a calculation: '$12', '80,000', '3 1/2', '2/3', '20%', '80 miles/train', '15 4-packs', '(5280 feet/1 mile)'
-_TERM = rf"\(?\s*\$?\s?(?:\d+\s+\d+/\d+|\d+/\d+|{_NUM})(?:{_ATTACHED}\b)?%?(?:/{_WORD})?{_WORDS}\s*\)?"
+# A term matches its text one way only, so a long chain without its '=' fails in linear time
+# instead of trying every way to share it out (exponential): spaces belong to a bracket or a '$'
+# (or to the operator between terms), never to two optional parts in a row, and a fraction is two
+# terms and an operator ('2/2 = 1' is a calculation), never a term of its own as well.
+_TERM = rf"(?:\(\s*)?(?:\$\s?)?(?:\d+\s+{FRACTION}|{_NUM})(?:{_ATTACHED}\b)?%?(?:/{_WORD})?{_WORDS}(?:\s*\))?"
 _EXPR = rf"{_TERM}(?:\s*{_OP}\s*{_TERM})+"
 _RESULT = rf"\$?\s?-?(?:\d+/\d+|{_NUM})%?"
 # 'E = R', 'E = E = R': the result is kept, the working goes (not inside algebra: nothing

@@ -30,8 +30,8 @@ from kame_data.records import (
     SourceItem,
     Turn,
 )
+from kame_data.script.answer import Target, answer_lost, answer_positions, choice_target, open_target, states
 from kame_data.script.config import ScriptConfig
-from kame_data.script.answer import Target, answer_lost, choice_target, open_target, states
 from kame_data.script.solution import lead
 from kame_data.text import is_speakable, spoken_seconds, spoken_words, to_spoken
 
@@ -161,16 +161,22 @@ class Script:
     shown: tuple[tuple[str, str], ...] = ()  # the options read, with the letters the dialogue gives them
 
 
-def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick) -> tuple | str:
-    """(user turn, assistant answer, original letter -> shown letter, options read) for an item with options, or
-    why it cannot be asked within `max_turn_seconds`. Options are dropped (never the answer) until
-    the question with its options fits."""
-    answers = item.answer_letter.split(",")
-    keep = [LETTERS.index(a) for a in answers]
+def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pick, keep: list[int]) -> tuple | str:
+    """(user turn, assistant answer, original letter -> shown letter, options read) for an item with
+    options (`keep`: the answer's), or why it cannot be asked within `max_turn_seconds`. Options
+    are dropped (never the answer) until the question with its options fits.
+
+    The options read are lettered A, B, C, ... in the item's order, so at most 26 are read however
+    many the item has: the answer always, then the others `mmlu_options` picks (`subset`: up to
+    `max_options` in all, drawn at random; `all`: the first in the item's order). An option past
+    Z has no letter of its own in the item: it is read under the letter of its place among those
+    read, and an explanation cannot name it."""
+    answers = [LETTERS[i] for i in keep]
     distractors = [i for i in range(len(item.options)) if i not in keep]
     order = rng.sample(distractors, len(distractors)) if cfg.mmlu_options == "subset" else distractors
-    n = min(len(distractors), max(0, cfg.max_options - len(keep))) if cfg.mmlu_options == "subset" \
-        else len(distractors)
+    room = len(LETTERS) - len(keep)  # every option read needs a letter
+    n = min(len(distractors), max(0, cfg.max_options - len(keep)), room) if cfg.mmlu_options == "subset" \
+        else min(len(distractors), room)
     opener = pick(_OPENERS, "opener")
     question = ask(item.question)
     closer = pick(_CLOSERS, "closer")
@@ -194,9 +200,9 @@ def _multiple_choice(item: SourceItem, cfg: ScriptConfig, rng: random.Random, pi
             break
     else:
         return f"question with {len(indices)} options: {_too_long(user, cfg)}"
-    relabel = {LETTERS[i]: LETTERS[pos] for pos, i in enumerate(indices)}
+    relabel = {LETTERS[i]: LETTERS[pos] for pos, i in enumerate(indices) if i < len(LETTERS)}
     letter = " and ".join(relabel[a] for a in answers)
-    said = " and ".join(_option(item.options[LETTERS.index(a)], item.question) for a in answers)
+    said = " and ".join(_option(item.options[i], item.question) for i in keep)
     answer = pick(_MC_ANSWERS, "answer").format(letter=letter, answer=said.rstrip("."))
     return user, answer, relabel, tuple(shown)
 
@@ -228,8 +234,8 @@ def _word_problem(item: SourceItem, cfg: ScriptConfig, pick) -> tuple[str, str, 
         lead_in = pick(_LEAD_INS, "lead_in") if steps else ""
         answer = f"{lead_in}{steps} {closer}".strip()
         if seconds(answer, cfg) <= cfg.max_turn_seconds or not kept:
-            return user, answer, steps
-        limit = max(1, limit // 2)
+            return user, answer, steps  # still too long without steps: script_turns refuses it `too_long`
+        limit //= 2  # at 0 no step is kept: the loop ends even when the answer alone is too long
 
 
 def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Script | Reject:
@@ -244,11 +250,15 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
         return Reject("script", dialogue_id, "no_reference_answer", "the item has no answer to speak (template style)")
     steps, shown = "", ()
     if item.options:
-        asked = _multiple_choice(item, cfg, rng, pick)
+        keep = answer_positions(item)
+        if keep is None:
+            return Reject("script", dialogue_id, "malformed_answer",
+                          f"answer letter {item.answer_letter[:20]!r} names none of the {len(item.options)} options")
+        asked = _multiple_choice(item, cfg, rng, pick, keep)
         if isinstance(asked, str):
             return Reject("script", dialogue_id, "too_long", asked)
         user, answer, relabel, shown = asked
-        target = choice_target(item, [relabel[a] for a in item.answer_letter.split(",")] if shown else [])
+        target = choice_target(item, [relabel[LETTERS[i]] for i in keep] if shown else [])
         why = _why(item, cfg, relabel)
     elif item.explanation:
         user, answer, steps = _word_problem(item, cfg, pick)
@@ -303,11 +313,10 @@ def answer_key(item: SourceItem, target: Target | None = None) -> list[str]:
     if not item.answer:
         return []
     if item.options:
-        shown = [a for a in item.answer_letter.split(",") if a and LETTERS.index(a) < len(item.options)]
-        target = target or choice_target(item, shown)
+        positions = answer_positions(item) or []
+        target = target or choice_target(item, [LETTERS[i] for i in positions])
         letters = [a for a in target.letter.split(" and ") if a]
-        texts = [item.options[LETTERS.index(a)] for a in item.answer_letter.split(",")
-                 if a and LETTERS.index(a) < len(item.options)]
+        texts = [item.options[i] for i in positions]
         forms = letters + [to_spoken(_option(t, item.question)) for t in texts]
     else:
         target = target or open_target(item)

@@ -13,9 +13,18 @@ from kame_data.text.numbers import (
     say_year,
 )
 from kame_data.text.spoken import to_spoken
-from kame_data.text.tokens import UNSPEAKABLE, is_speakable, spoken_seconds, spoken_tokens, spoken_words
+from kame_data.text.tokens import (
+    SPOKEN_PUNCTUATION,
+    UNSPEAKABLE,
+    is_speakable,
+    spoken_seconds,
+    spoken_tokens,
+    spoken_words,
+    unspoken,
+)
 
 __all__ = [
+    "SPOKEN_PUNCTUATION",
     "UNSPEAKABLE",
     "cardinal",
     "is_speakable",
@@ -27,4 +36,5 @@ __all__ = [
     "spoken_tokens",
     "spoken_words",
     "to_spoken",
+    "unspoken",
 ]

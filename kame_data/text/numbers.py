@@ -10,10 +10,23 @@ from __future__ import annotations
 
 import re
 
-from num2words import num2words
+from num2words import CONVERTER_CLASSES, num2words
 
 # a numeral as benchmarks write it: '1,234.5', '12', '.5'
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?|\.\d+"
+# A fraction is never part of a run of slashes ('1/2/3' is divisions).
+FRACTION = r"(?<![\d/])\d+/\d+(?![\d/])"
+# Any value a pass reads with `say_number`: a mixed number, a fraction or a numeral.
+VALUE = rf"\d+\s+{FRACTION}|{FRACTION}|{NUM}"
+# A number in a chain of operations ('24/2=12', '3 1/2 - 2 = 1 1/2'): a mixed number or a numeral.
+# A fraction there is a numeral, '/' and a numeral, so a chain matches one way only; were a term a
+# fraction too, a chain of n fractions that fails to match would be retried in 2^n ways (a hang).
+OPERAND = rf"\d+\s+{FRACTION}|{NUM}"
+# The most digits a number name covers (num2words names numbers below 10**306). A longer run is a
+# digit string (a serial, a hash, a long expansion), read digit by digit (prepare.py's `clean`).
+NAMED_DIGITS = len(str(CONVERTER_CLASSES["en"].MAXVAL)) - 1
+# A signed value as the passes capture it: '-1,234.5', '+.5', '3 1/2', '-3/4'.
+_VALUE = re.compile(r"([-+]?)\s*(?:(\d+)\s+(\d+)/(\d+)|(\d+)/(\d+)|(\d*)(?:\.(\d*))?)")
 
 
 def _words(text: str) -> str:
@@ -25,19 +38,30 @@ def cardinal(n: int) -> str:
     return _words(num2words(n))
 
 
+def say_digits(digits: str) -> str:
+    """'0042' -> 'zero zero four two': a digit string said one digit at a time."""
+    return " ".join(cardinal(int(d)) for d in digits if d.isdigit())
+
+
 def say_number(text: str) -> str:
-    """'1,234.5' -> 'one thousand two hundred and thirty four point five'; '.5' -> 'point five'."""
-    text = text.replace(",", "")
-    negative = text.startswith("-")
-    text = text.lstrip("-+")
-    if "." in text:
-        whole, frac = text.split(".", 1)
-        frac = frac.rstrip("0")  # "5.20" is said "five point two"
-        head = cardinal(int(whole or 0))
-        out = f"{head} point {' '.join(cardinal(int(d)) for d in frac if d.isdigit())}" if frac else head
+    """'1,234.5' -> 'one thousand two hundred and thirty four point five'; '.5' -> 'zero point five';
+    '-3/4' -> 'minus three quarters'; '2 1/2' -> 'two and a half'.
+
+    Every shape of value a pass captures (a sign, a mixed number, a fraction, a decimal) is read
+    here, so no pass hands a fraction to a reader of decimals. Anything else is a ValueError."""
+    m = _VALUE.fullmatch(text.replace(",", "").strip())
+    if not m or not any(m.group(g) for g in (2, 5, 7, 8)):
+        raise ValueError(f"not a number: {text!r}")
+    sign, whole, num, den, top, bottom, units, decimals = m.groups()
+    if whole:
+        out = say_mixed(cardinal(int(whole)), int(num), int(den))
+    elif top:
+        out = say_fraction(int(top), int(bottom))
     else:
-        out = cardinal(int(text))
-    return f"minus {out}" if negative else out
+        decimals = (decimals or "").rstrip("0")  # "5.20" is said "five point two"
+        head = cardinal(int(units or 0))
+        out = f"{head} point {say_digits(decimals)}" if decimals else head
+    return f"minus {out}" if sign == "-" else out
 
 
 def say_year(n: int) -> str:
@@ -83,7 +107,7 @@ def arithmetic(text: str) -> str:
     read their operators. A proper fraction or a mixed number inside is a number, not a division."""
     ops = {"+": " plus ", "-": " minus ", "*": " times ", "x": " times ", "×": " times ", "/": " divided by ",
            "÷": " divided by "}
-    term = rf"\(?\$?(?:\d+\s+\d+/\d+|\d+/\d+|{NUM})%?\)?"
+    term = rf"\(?\$?(?:{OPERAND})%?\)?"  # its brackets are its own: none around it in the chain (one way to match)
 
     def chain(m: re.Match) -> str:
         out, pos = [], 0
@@ -94,7 +118,7 @@ def arithmetic(text: str) -> str:
             pos = t.end()
         return "".join(out) + _operators(m.group(0)[pos:], ops)
 
-    text = re.sub(rf"(?<![\w.])\(?{term}(?:\s*[-+*x×/÷]\s*\(?{term}\)?)+(?=\s*\)?\s*=)", chain, text)
+    text = re.sub(rf"(?<![\w.]){term}(?:\s*[-+*x×/÷]\s*{term})+(?=\s*\)?\s*=)", chain, text)
     # '22 - 7m': a spaced minus between numbers, read before the units pass takes '7m' (year ranges stay)
     return re.sub(r"(?<![\d,.])(\d+)\s+-\s+(?=(\d+)(?!\d))", lambda m: m.group(0) if
                   all(re.fullmatch(r"1\d{3}|20\d\d", g) for g in m.groups()) else f"{m.group(1)} minus ", text)
@@ -105,15 +129,17 @@ def _operators(text: str, ops: dict[str, str]) -> str:
 
 
 def numerals(text: str) -> str:
-    text = re.sub(rf"(?<![\w.])({NUM})\s?%", lambda m: f" {say_number(m.group(1))} percent ", text)
+    """Every digit left, as words. A minus sign is read first, whatever the shape of the number after
+    it ('-3/4', '-5%', '(-1 1/2)'): between two numbers it is a subtraction, before one its sign."""
+    text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
+    text = re.sub(r"(?<![\w.)])-\s?(?=\.?\d)", " minus ", text)
+    text = re.sub(rf"(?<![\w.])({VALUE})\s?%", lambda m: f" {say_number(m.group(1))} percent ", text)
     text = re.sub(r"\b(\d+)\s*(st|nd|rd|th)\b", lambda m: f" {say_ordinal(int(m.group(1)))} ", text)
     text = re.sub(rf"(?<![\w.]){MIXED}",
                   lambda m: f" {say_mixed(cardinal(int(m.group(1))) if m.group(1).isdigit() else m.group(1), int(m.group(2)), int(m.group(3)))} ", text)
     text = re.sub(r"(?<![\w.])(\d+)\s*/\s*(\d+)\b(?![.,]\d)",
                   lambda m: f" {say_fraction(int(m.group(1)), int(m.group(2)))} ", text)
-    text = re.sub(r"(?<=\d)\s+-\s+(?=\$?\d)", " minus ", text)
     text = re.sub(r"(?<=\d)\s*[x×]\s*(?=\d)", " times ", text)
     text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w-]|\.\d)", lambda m: f"{m.group(1)} to {m.group(2)}", text)
-    text = re.sub(rf"(?<![\w.)])-\s?({NUM})", lambda m: f" minus {say_number(m.group(1))} ", text)
     text = re.sub(rf"(?<![\d])({NUM})", lambda m: f" {say_number(m.group(0))} ", text)
     return re.sub(r"\d+", lambda m: f" {cardinal(int(m.group(0)))} ", text)  # anything left: digits one by one

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from fractions import Fraction
 
-from kame_data.text.numbers import cardinal
+from kame_data.text.numbers import NAMED_DIGITS, cardinal, say_digits
 
 _CIRCLED = {chr(0x2460 + i): i + 1 for i in range(20)}
 _CIRCLED.update({chr(0x3251 + i): i + 21 for i in range(15)})
@@ -25,19 +26,42 @@ def clean(text: str) -> str:
     """Characters first: vulgar fractions, superscripts, circled numbers, mojibake quotes, dashes."""
     for ch, digits in (("½", "1/2"), ("⅓", "1/3"), ("⅔", "2/3"), ("¼", "1/4"), ("¾", "3/4"), ("⅛", "1/8")):
         text = re.sub(rf"(\d)\s*{ch}", rf"\1 {digits}", text).replace(ch, f" {digits} ")
-    text = text.replace("²", "^2").replace("³", "^3").replace("¹", "^1").replace("⁻¹", "^-1")
+    text = text.replace("⁻¹", "^-1").replace("²", "^2").replace("³", "^3").replace("¹", "^1")
     text = re.sub("[" + "".join(_CIRCLED) + r"]+(?:\s*[-—–]\s*[" + "".join(_CIRCLED) + "]+)?",
                   lambda m: ", " + _circled(m.group(0)) + ", ", text)
     # Quotes and apostrophes decoded as MacRoman in some MMLU-Pro rows ("nurseÕs", "ÒI was fired ...Ó").
     text = re.sub(r"(?<=[A-Za-z])Õ(?=[a-z])", "'", text)
     text = re.sub(r"Ò(?=\S)|(?<=\S)Ó", '"', text)
     text = unicodedata.normalize("NFKC", text)
+    text = numeric_characters(text)
     if not text.isprintable():
         text = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in text)
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').replace("…", "...")
     text = text.replace("−", "-").replace("‐", "-").replace("‑", "-").replace("\u2044", "/")
     text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\$?\d)", _dash, text)
     return text.replace("–", ", ").replace("—", ", ")
+
+
+def numeric_characters(text: str) -> str:
+    """Numbers every later pass can read: a digit of any script ('٣') is its ASCII digit, another
+    numeric character NFKC leaves ('௰', '〇') is its value ('10', '1/2'), and a run of more digits
+    than a number name covers is said digit by digit (the passes only meet numbers they can name)."""
+    if not text.isascii():
+        text = re.sub(r"[^\x00-\x7f]", _numeric_value, text)
+    return re.sub(rf"\d(?:,?\d){{{NAMED_DIGITS},}}", lambda m: f" {say_digits(m.group(0))} ", text)
+
+
+def _numeric_value(m: re.Match) -> str:
+    ch = m.group(0)
+    if not unicodedata.category(ch).startswith("N"):
+        return ch
+    if unicodedata.category(ch) == "Nd":
+        return str(unicodedata.digit(ch))
+    value = unicodedata.numeric(ch, None)
+    if value is None:
+        return " "
+    value = Fraction(value).limit_denominator(1000)
+    return f" {value.numerator} " if value.denominator == 1 else f" {value.numerator}/{value.denominator} "
 
 
 def _dash(m: re.Match) -> str:

@@ -3,8 +3,11 @@
 Benchmark text is written to be read, not heard: `$4.95`, `24/2=12`, `$\\frac{1}{2}$`, `25°C`,
 `CO2`, `(∃x)`. `to_spoken` rewrites it the way a person would say it (numbers through
 num2words), in a fixed order of passes: each pass handles one kind of notation and leaves plain
-words for the next. Whatever symbol survives every pass is dropped, so the result never carries
-a digit, `$`, `\\`, `<<` or `####` (see `UNSPEAKABLE`).
+words for the next. Whatever symbol survives every pass is dropped, so the result is spoken
+text (`unspoken`, kame_data/text/tokens.py): letters, single spaces and the pauses , . ; : ? !
+with apostrophes inside words; never a digit, `$`, `\\`, `<<` or `####`. Every text has a
+spoken form (possibly empty): no input makes a pass raise (tests/test_text_totality.py,
+benchmarks/fuzz_text.py).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from kame_data.text.units import currency, units
 
 
 def to_spoken(text: str) -> str:
-    """The spoken form of display text. The result has no digits and no math or markup symbols."""
+    """The spoken form of display text: spoken text (no digit, no symbol), for any string."""
     text = clean(text)
     text = gsm8k_notes(text)
     text = signs(text)

@@ -1,7 +1,8 @@
 """What is left after every pass, and how the result is checked and split into words.
 
-`tidy` drops whatever symbol survived and normalises spacing and punctuation; `UNSPEAKABLE` and
-`is_speakable` tell whether a text can go to a voice; `spoken_tokens` and `spoken_words` are the
+`tidy` drops whatever symbol survived and normalises spacing and punctuation; `unspoken` says
+what keeps a text from being spoken text (what `to_spoken` returns), `is_speakable` whether it
+can go to a voice; `spoken_tokens` and `spoken_words` are the
 words as transcripts list them (shared by the voices, Whisper checks and the script stage).
 """
 
@@ -10,6 +11,10 @@ from __future__ import annotations
 import re
 
 UNSPEAKABLE = re.compile(r"[0-9$\\]|<<|####")
+# What spoken text is made of (to_spoken's output, what a voice is given): letters of any script,
+# single spaces between words, the pauses , . ; : ? ! and an apostrophe inside a word ("it's").
+# No digit (numbers are words), no symbol (read as words or dropped), no other mark or space.
+SPOKEN_PUNCTUATION = ",.;:?!'"
 
 
 def tidy(text: str) -> str:
@@ -29,9 +34,22 @@ def tidy(text: str) -> str:
     return re.sub(r"^[,.;:]\s*", "", text)
 
 
+def unspoken(spoken: str) -> str:
+    """What keeps text from being spoken text (see SPOKEN_PUNCTUATION): '' when it is, else the
+    characters a voice cannot say, or the spacing or apostrophe out of place."""
+    stray = "".join(dict.fromkeys(ch for ch in spoken if not (ch.isalpha() or ch == " " or ch in SPOKEN_PUNCTUATION)))
+    if stray:
+        return f"characters {stray[:20]!r}"
+    if spoken != spoken.strip() or "  " in spoken:
+        return "spacing"
+    if re.search(r"(?<![^\W\d_])'|'(?![^\W\d_])", spoken):
+        return "an apostrophe outside a word"
+    return ""
+
+
 def is_speakable(spoken: str) -> bool:
     """True when spoken text has words and nothing a voice cannot read."""
-    return bool(spoken_words(spoken)) and not UNSPEAKABLE.search(spoken)
+    return bool(spoken_words(spoken)) and not unspoken(spoken)  # unspoken() covers UNSPEAKABLE
 
 
 _WORD_EDGE = re.compile(r"^[^\w']+|[^\w']+$")

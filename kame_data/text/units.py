@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import re
 
-from kame_data.text.numbers import NUM, cardinal, say_fraction, say_mixed, say_number
+from kame_data.text.numbers import NUM, VALUE, cardinal, say_fraction, say_mixed, say_number
 
 # unit -> (singular, plural)
 _UNITS: dict[str, tuple[str, str]] = {
     "km": ("kilometer", "kilometers"), "m": ("meter", "meters"), "cm": ("centimeter", "centimeters"),
     "mm": ("millimeter", "millimeters"), "μm": ("micrometer", "micrometers"), "nm": ("nanometer", "nanometers"),
     "kg": ("kilogram", "kilograms"), "g": ("gram", "grams"), "mg": ("milligram", "milligrams"),
-    "μg": ("microgram", "micrograms"), "lb": ("pound", "pounds"), "lbs": ("pounds", "pounds"),
+    "μg": ("microgram", "micrograms"), "lb": ("pound", "pounds"), "lbs": ("pound", "pounds"),
     "oz": ("ounce", "ounces"), "ft": ("foot", "feet"), "in": ("inch", "inches"), "mi": ("mile", "miles"),
     "yd": ("yard", "yards"), "mph": ("mile per hour", "miles per hour"), "km/h": ("kilometer per hour", "kilometers per hour"),
     "m/s": ("meter per second", "meters per second"), "h": ("hour", "hours"), "hr": ("hour", "hours"),
-    "hrs": ("hours", "hours"), "min": ("minute", "minutes"), "s": ("second", "seconds"), "sec": ("second", "seconds"),
+    "hrs": ("hour", "hours"), "min": ("minute", "minutes"), "s": ("second", "seconds"), "sec": ("second", "seconds"),
     "ms": ("millisecond", "milliseconds"), "μs": ("microsecond", "microseconds"), "ns": ("nanosecond", "nanoseconds"),
     "ml": ("milliliter", "milliliters"), "mL": ("milliliter", "milliliters"), "l": ("liter", "liters"),
     "L": ("liter", "liters"), "μL": ("microliter", "microliters"), "kW": ("kilowatt", "kilowatts"),
@@ -81,6 +81,7 @@ def units(text: str) -> str:
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
         value = m.group(1).replace(",", "").lstrip("+")
+        minus, value = ("minus ", value[1:].lstrip()) if value.startswith("-") else ("", value)
         frac = re.fullmatch(r"(?:(\d+)\s+)?(\d+)/(\d+)", value)
         if frac and not frac.group(1) and int(frac.group(2)) < int(frac.group(3)):  # '3/4 in.'
             article = "an" if singular[0] in "aeiou" else "a"
@@ -91,14 +92,16 @@ def units(text: str) -> str:
                 say_fraction(int(frac.group(2)), int(frac.group(3)))
             words = f" {said} {plural}"
         else:
-            words = f" {say_number(m.group(1))} {singular if value in ('1', '1.0', '-1') else plural}"
+            words = f" {say_number(value)} {singular if value in ('1', '1.0') else plural}"
+        words = f" {minus}{words.lstrip()}"
         if m.group(3):
             den = m.group(3)
             words += f" per {_UNITS[den][0] if den in _UNITS else den}"
         return words + " "
 
     # group 4: the full stop of an abbreviated unit inside a sentence ("100 ml. of a solution")
-    text = re.sub(rf"(?<![\d/])(-?(?:\d+\s+\d+/\d+|\d+/\d+|{NUM}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
+    # group 1: the value with its sign, glued ('-3/4 in') or spaced where nothing precedes it ('= - 5 m')
+    text = re.sub(rf"(?<![\d/])((?:-|(?<![\w.)])-\s)?(?:{VALUE}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
     return bare_units(text)
 
 
@@ -124,7 +127,9 @@ def bare_units(text: str) -> str:
 
 
 def _money(m: re.Match) -> str:
-    sign, symbol, amount, scale = m.group(1) or "", m.group(2), m.group(3).replace(",", ""), m.group(4) or ""
+    """'$4.95' -> 'four dollars and ninety five cents'; the sign on either side of the symbol
+    ('-$5', '$-5')."""
+    sign, symbol, amount, scale = m.group(1) or m.group(3) or "", m.group(2), m.group(4).replace(",", ""), m.group(5) or ""
     one, many, sub_one, sub_many = _CURRENCIES[symbol]
     minus = "minus " if sign else ""
     if scale:
@@ -144,6 +149,6 @@ def _money(m: re.Match) -> str:
 
 def currency(text: str) -> str:
     symbols = "".join(re.escape(s) for s in _CURRENCIES)
-    text = re.sub(rf"(-\s?)?([{symbols}])\s?({NUM})(?:\s?(million|billion|thousand|trillion|Million|Billion)\b)?",
+    text = re.sub(rf"(-\s?)?([{symbols}])\s?(-\s?)?({NUM})(?:\s?(million|billion|thousand|trillion|Million|Billion)\b)?",
                   lambda m: " " + _money(m) + " ", text)
     return re.sub(rf"({NUM})\s?([{symbols}])", lambda m: f" {say_number(m.group(1))} {_CURRENCIES[m.group(2)][1]} ", text)

@@ -1,0 +1,176 @@
+"""The normaliser and the template script builder are total: no text and no option list makes them
+raise, and what they say is spoken text (kame_data.text.unspoken: letters, single spaces, the
+pauses , . ; : ? ! and apostrophes inside words; no digit, no symbol).
+
+Property tests over the generators of tests/text_strategies.py with a fixed seed (the longer run
+is benchmarks/fuzz_text.py), then one example of each mistake the generators found.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import signal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kame_data.records import LETTERS, Dialogue, Reject, SourceItem
+from kame_data.script.solution import sentences
+from kame_data.script.config import ScriptConfig
+from kame_data.script.template import answer_key, script_item
+from kame_data.text import is_speakable, say_number, to_spoken, unspoken
+from tests.text_strategies import HypothesisChooser, money, quantity, source_items, texts
+
+def fixed(max_examples: int) -> settings:
+    """A fixed seed (the same examples every run) and no time limit per example."""
+    return settings(max_examples=max_examples, derandomize=True, deadline=None, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.large_base_example])
+
+
+CONFIGS = (ScriptConfig(), ScriptConfig(mmlu_options="all"), ScriptConfig(mmlu_options="open"),
+           ScriptConfig(max_options=40, followup_rate=0.5))
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("It's A, the one: café, 日本! Right? Yes; no.", ""),
+    ("five 5", "characters '5'"), ("a $ b", "characters '$'"), ("x² ÷ y", "characters '²÷'"),
+    ("a\tb", "characters '\\t'"), (" a", "spacing"), ("a  b", "spacing"), ("'a", "an apostrophe outside a word"),
+])
+def test_what_spoken_text_is_made_of(text, problem):
+    assert unspoken(text) == problem
+    assert is_speakable(text) == (not problem)
+
+
+@fixed(1500)
+@given(texts())
+def test_any_text_is_spoken_without_digits_or_symbols(text):
+    spoken = to_spoken(text)
+    assert unspoken(spoken) == "", (text, spoken)
+
+
+@fixed(1000)
+@given(st.composite(lambda draw: draw(st.sampled_from((quantity, money)))(HypothesisChooser(draw)))())
+def test_signed_fractions_with_units_and_money_are_read(text):
+    """The notation that stopped MMLU-Pro's test split: a signed fraction or mixed number with a
+    unit or a currency ('-1/2 lbs', '$-3 1/4 million')."""
+    spoken = to_spoken(text)
+    assert unspoken(spoken) == "" and spoken, (text, spoken)
+
+
+@fixed(300)
+@given(st.sampled_from(("", "-", "+")), st.integers(0, 10**40), st.integers(0, 999), st.integers(1, 999),
+       st.sampled_from(("{s}{a}", "{s}{a}/{d}", "{s}{a} {b}/{d}", "{s}{a}.{b}", "{s}.{b}", "{s}{a:,}")))
+def test_say_number_reads_every_shape_of_value(sign, a, b, d, shape):
+    said = say_number(shape.format(s=sign, a=a, b=b, d=d))
+    assert unspoken(said) == "" and said.startswith("minus ") == (sign == "-")
+
+
+@fixed(200)
+@given(source_items(), st.integers(0, len(CONFIGS) - 1))
+def test_the_script_builder_answers_every_item_with_a_dialogue_or_a_reason(item, k):
+    for variant in range(2):
+        out = script_item(item, variant, CONFIGS[k], seed=0)
+        assert isinstance(out, (Dialogue, Reject))
+        if isinstance(out, Reject):
+            assert out.reason and out.stage == "script"
+        else:
+            assert all(is_speakable(t.spoken) and unspoken(t.spoken) == "" for t in out.turns)
+
+
+# One example of each mistake the generators found.
+
+@pytest.mark.parametrize("display, spoken", [
+    # the units pass handed a signed fraction to the reader of decimals (ValueError: int('1/2'))
+    ("A. -1/2 lbs", "A. minus one half of a pound"),
+    ("-28/79 m solution", "minus twenty eight over seventy nine molal solution"),
+    ("at -5 1/2°C", "at minus five and a half degrees Celsius"),
+    # a minus sign before a fraction or a percent was dropped, the number read positive
+    ("x = -3/4", "x equals minus three quarters"),
+    ("(-1/2)y", "minus one half y"),
+    ("a fall of -5%", "a fall of minus five percent"),
+    ("$-5.50", "minus five dollars and fifty cents"),
+    ("5t - 26.6°", "five t minus twenty six point six degrees"),
+    # a percent after a mixed number or fraction read its last part only
+    ("6 1/2% interest", "six and a half percent interest"),
+    # numbers in other scripts, numeric characters NFKC keeps ('௰' is ten), kept as symbols
+    ("٣ apples and ௰ pears", "three apples and ten pears"),
+    ("x⁻¹", "x to the minus one"),
+])
+def test_notation_found_by_fuzzing(display, spoken):
+    assert to_spoken(display) == spoken
+
+
+def test_a_digit_run_longer_than_any_number_name_is_read_digit_by_digit():
+    """num2words names numbers below 10**306 and Python parses at most 4300 digits: a longer run
+    (a hash, an expansion) was an OverflowError or a ValueError."""
+    for run in ("7" * 400, "1," * 2000 + "1", "$" + "9" * 5000):
+        spoken = to_spoken(f"the code {run} ends")
+        assert unspoken(spoken) == "" and spoken.startswith("the code seven seven" if run[0] == "7" else "the code")
+
+
+def _mc(n_options: int, letter: str, **kw) -> SourceItem:
+    options = [f"choice {k}" for k in range(n_options)]
+    index = LETTERS.index(letter) if letter in LETTERS and LETTERS.index(letter) < n_options else 0
+    return SourceItem(id="mmlu_pro-1", source="mmlu_pro", category="other", question="Which one is it?",
+                      options=options, answer=options[index], answer_letter=letter, **kw)
+
+
+def test_more_options_than_letters_reads_at_most_twenty_six():
+    """40 options, `all` read: the answer and the first 25 others, lettered A to Z (the relabelling
+    indexed past LETTERS)."""
+    d = script_item(_mc(40, "C"), 0, ScriptConfig(mmlu_options="all", max_turn_seconds=200), seed=0)
+    assert isinstance(d, Dialogue), d
+    user = d.turns[0].text
+    assert "Z, choice 25" in user and "choice 26" not in user and d.answer == ["C", "choice two"]
+    subset = script_item(_mc(40, "B"), 0, ScriptConfig(max_options=40, max_turn_seconds=200), seed=0)
+    assert isinstance(subset, Dialogue) and len(re.findall(r"\bchoice \d+", subset.turns[0].text)) == 26
+
+
+@pytest.mark.parametrize("letter", ["", "Z", "a", "A,A", "?"])
+def test_an_answer_letter_that_names_no_option_is_a_malformed_answer(letter):
+    out = script_item(_mc(5, letter), 0, ScriptConfig(), seed=0)
+    assert isinstance(out, Reject) and out.reason == "malformed_answer"
+    assert answer_key(_mc(5, letter)) == []
+
+
+def test_a_worked_answer_too_long_to_say_is_refused_not_looped_on():
+    """The solution was cut shorter and shorter until the turn fitted, forever when the answer
+    alone was too long."""
+    item = SourceItem(id="gsm8k-1", source="gsm8k", category="math", question="How far is it?",
+                      options=[], answer=" ".join(["far"] * 200), answer_letter="",
+                      explanation="It is far. Very far indeed.")
+    out = script_item(item, 0, ScriptConfig(), seed=0)
+    assert isinstance(out, Reject) and out.reason == "too_long"
+
+
+@pytest.mark.parametrize("run", [
+    "0 apples + 1 apples + 2 apples + 3 apples + ",  # a sum without its '=' (spaces shared out 6^n ways)
+    "1/",  # a run of slashes (each pair a fraction or a division)
+    "½ + ",  # fractions added, no '=' (the same)
+    "1(",  # products in brackets ('1 × (1 × (...': a bracket the term's or the chain's)
+])
+def test_long_chains_are_read_in_linear_time_not_retried_exponentially(run):
+    """Patterns that matched one text in many ways hung on a long list: 40 repeats must take well
+    under a second each (they took 2^40 tries and more); the bound is a generous hang guard."""
+    text = run * 40
+    with _deadline(20):
+        spoken = to_spoken(text)
+        said = sentences(text)
+    assert unspoken(spoken) == "" and isinstance(said, list)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Raise in the test instead of hanging the suite when the code under test does not return."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s: exponential backtracking?")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
