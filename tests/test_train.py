@@ -26,10 +26,10 @@ if not MISSING:
     from kame_data.train.data import Window
     from kame_data.train.sampler import eval_batches
     from kame_data.train.loop import Trainer
+    from kame_data.train.losses import lm_losses
     from kame_data.train.model import (
         TINY_LM_KWARGS,
         build_model,
-        lm_losses,
         load_lm_state,
     )
     from kame_data.train.streams import OracleEvents, pack_ragged

@@ -101,7 +101,7 @@ def test_global_batch_must_divide_among_ranks(tokens):
 
 def recipe(tmp, **train):
     raw = {"name": "dist", "seed": 0, "model": {"preset": "tiny"},
-           "data": {"eval_split": None, "max_frames": 96, "groups_per_block": 2},
+           "data": {"eval_split": None, "max_frames": 96, "min_frames": 0, "groups_per_block": 2},
            "oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.3},
            "optim": {"lr": 3e-3, "warmup_steps": 2},
            "train": {"steps": 4, "batch_size": 8, "grad_accum": 2, "log_every": 1, "eval_every": 1000,
@@ -156,5 +156,5 @@ def test_train_kame_recipe_is_moshi_7b_on_gpus_with_fsdp():
     cfg = load_train_config("train_kame")  # bundled, read without downloading anything
     kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
     assert (kw["dim"], kw["num_layers"], kw["text_card"], kw["n_q"], kw["dep_q"]) == (4096, 32, 32000, 16, 8)
-    assert (cfg.train.parallel, cfg.train.precision, cfg.train.device) == ("fsdp", "bf16", "auto")
+    assert (cfg.train.parallel, cfg.train.precision, cfg.train.device) == ("fsdp", "bf16-mixed", "auto")
     assert cfg.train.batch_size % 8 == 0 and cfg.tokenize.device == "cuda"
