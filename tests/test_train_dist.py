@@ -107,7 +107,7 @@ def recipe(tmp, **train):
            "train": {"steps": 4, "batch_size": 8, "grad_accum": 2, "log_every": 1, "eval_every": 1000,
                      "checkpoint_every": 2, "threads": 1, **train}}
     config_from_dict(raw)  # valid
-    path = tmp / f"train-{train.get('parallel', 'auto')}.yaml"
+    path = tmp / f"train-{train.get('parallel', 'auto')}-{train.get('precision', 'auto')}.yaml"
     import yaml
 
     path.write_text(yaml.safe_dump(raw))
@@ -147,6 +147,24 @@ def test_two_gloo_processes_train_like_one_process_with_ddp_and_fsdp(tmp_path, t
     resumed = train_cli(path, tokens, tmp_path / "two", 1)
     assert [r["step"] for r in resumed] == list(range(1, 5))
     assert [r["loss"] for r in resumed] == pytest.approx([r["loss"] for r in one], rel=2e-5)
+
+
+@pytest.mark.slow
+def test_fsdp_mixed_precision_keeps_fp32_shards_and_trains_like_one_process(tmp_path, tokens):
+    """bf16-mixed under FSDP (bf16 copies gathered from fp32 shards) against one process under
+    autocast: the same steps up to bf16 rounding, and a checkpoint of fp32 weights and AdamW state."""
+    import torch
+
+    one = train_cli(recipe(tmp_path, precision="bf16-mixed"), tokens, tmp_path / "one", 1)
+    fsdp = train_cli(recipe(tmp_path, precision="bf16-mixed", parallel="fsdp"), tokens, tmp_path / "fsdp", 2)
+    for a, b in zip(one, fsdp):
+        for k in ("loss", "text_loss", "audio_loss"):
+            assert b[k] == pytest.approx(a[k], rel=2e-3), ("bf16-mixed fsdp", a["step"], k, a[k], b[k])
+    assert fsdp[-1]["loss"] < fsdp[0]["loss"]
+    state = torch.load(tmp_path / "fsdp" / "checkpoints" / "step-0000004.pt", weights_only=True)
+    assert {v.dtype for v in state["model"].values()} == {torch.float32}
+    moments = [v for s in state["optim"]["state"].values() for k, v in s.items() if k.startswith("exp_avg")]
+    assert moments and {v.dtype for v in moments} == {torch.float32}
 
 
 def test_train_kame_recipe_is_moshi_7b_on_gpus_with_fsdp():

@@ -285,3 +285,53 @@ def test_loss_weights_and_pad_normalisation_on_a_worked_example():
     old = lm_losses(out, codes, 2, LossRule(0.5, "weighted", 1.0, 1.0))
     assert float(old["text"]) == pytest.approx(13 / 7 * ln2, rel=1e-6)
     assert float(old["audio"]) == pytest.approx(1.5 * ln2, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------ precision
+
+
+def _paper_precision_run(tmp_path, precision):
+    """20 steps of the tiny model on one fixed batch with the paper recipe's optimizer, schedule,
+    losses and `precision` (train_kame.yaml: bf16-mixed); returns the losses and the share of
+    weights that changed."""
+    import dataclasses
+
+    import torch
+
+    from kame_data.train.loop import Trainer
+    from tests.test_train import synthetic_windows
+
+    paper = load_train_config("train_kame")
+    loss_keys = ("text_loss_weight", "audio_loss_weight", "text_pad_weight", "text_pad_norm", "semantic_weight",
+                 "acoustic_weight")
+    cfg = config_from_dict({
+        "seed": 0, "optim": dataclasses.asdict(paper.optim), "oracle": {"skip_prob": [0.0, 0.0], "shift_prob": 0.0},
+        "train": {"steps": 20, "batch_size": 8, "log_every": 1, "eval_every": 1000, "checkpoint_every": 1000,
+                  "threads": 1, "device": "cpu", "precision": precision,
+                  **{k: getattr(paper.train, k) for k in loss_keys}}})
+    windows, _ = synthetic_windows(8, seed=3, T=64)  # the whole set is the batch, every step
+    trainer = Trainer(cfg, tmp_path / precision, windows)
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+    losses = [r["loss"] for r in trainer.run()]
+    params = dict(trainer.model.named_parameters())
+    changed = sum(int((params[n].detach() != before[n]).sum()) for n in before) / sum(p.numel() for p in before.values())
+    state_dtypes = {v.dtype for s in trainer.opt.state.values() for k, v in s.items() if k != "step"}
+    return losses, changed, {p.dtype for p in params.values()}, state_dtypes
+
+
+@needs_torch
+def test_paper_precision_trains_every_weight_with_fp32_master_weights(tmp_path):
+    import torch
+
+    paper = load_train_config("train_kame")
+    assert paper.train.precision == "bf16-mixed" and paper.optim.lr == 3e-5
+    losses, changed, param_dtypes, state_dtypes = _paper_precision_run(tmp_path, paper.train.precision)
+    print(f"bf16-mixed, lr 3e-5, 20 steps: {changed:.2%} of the weights changed; loss {losses[0]:.4f} -> {losses[-1]:.4f}")
+    assert param_dtypes == state_dtypes == {torch.float32}  # master weights and AdamW moments in fp32
+    assert changed >= 0.95
+    means = [np.mean(losses[i:i + 5]) for i in range(0, 20, 5)]
+    assert means == sorted(means, reverse=True) and losses[-1] < losses[0] - 0.05, losses
+    # Weights and AdamW state in bf16 (the former paper recipe) lose nearly every update.
+    losses16, changed16, dtypes16, _ = _paper_precision_run(tmp_path, "bf16")
+    print(f"bf16 weights: {changed16:.2%} changed; loss {losses16[0]:.4f} -> {losses16[-1]:.4f}")
+    assert dtypes16 == {torch.bfloat16} and changed16 < 0.1
