@@ -10,7 +10,7 @@ time it turns them into frames (kame_finetune's `utils/data.py`, `DataCollator`)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
