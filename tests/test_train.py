@@ -197,7 +197,8 @@ def test_oracle_carrying_the_reply_lowers_reply_text_loss(tmp_path):
 def test_resume_continues_exactly(tmp_path):
     windows, _ = synthetic_windows(24, seed=5, extra_events=3)
     held_out, _ = synthetic_windows(4, seed=6)
-    over = {"oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.5},  # augmentations draw from the RNG
+    over = {"oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.5, "time_jitter": 2,  # augmentations draw from
+                       "hint_only": True, "hint_only_warmup": [1, 5]},  # the RNG; the curriculum reads the step
             "train": {"steps": 6, "batch_size": 4, "grad_accum": 2, "eval_every": 2, "checkpoint_every": 2}}
     full = Trainer(tiny_cfg(**over), tmp_path / "full", windows, held_out).run()
 
