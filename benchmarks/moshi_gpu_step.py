@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # kame_data fro
 
 import torch  # noqa: E402
 
-from kame_data.train.model import build_model, compile_context, lm_losses  # noqa: E402
+from kame_data.train.losses import lm_losses  # noqa: E402
+from kame_data.train.model import build_model, compile_context  # noqa: E402
 
 
 def random_batch(model, batch: int, frames: int, device) -> tuple[torch.Tensor, torch.Tensor]:

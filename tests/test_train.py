@@ -26,10 +26,10 @@ if not MISSING:
     from kame_data.train.data import Window
     from kame_data.train.sampler import eval_batches
     from kame_data.train.loop import Trainer
+    from kame_data.train.losses import lm_losses
     from kame_data.train.model import (
         TINY_LM_KWARGS,
         build_model,
-        lm_losses,
         load_lm_state,
     )
     from kame_data.train.streams import OracleEvents, pack_ragged
@@ -197,7 +197,8 @@ def test_oracle_carrying_the_reply_lowers_reply_text_loss(tmp_path):
 def test_resume_continues_exactly(tmp_path):
     windows, _ = synthetic_windows(24, seed=5, extra_events=3)
     held_out, _ = synthetic_windows(4, seed=6)
-    over = {"oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.5},  # augmentations draw from the RNG
+    over = {"oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.5, "time_jitter": 2,  # augmentations draw from
+                       "hint_only": True, "hint_only_warmup": [1, 5]},  # the RNG; the curriculum reads the step
             "train": {"steps": 6, "batch_size": 4, "grad_accum": 2, "eval_every": 2, "checkpoint_every": 2}}
     full = Trainer(tiny_cfg(**over), tmp_path / "full", windows, held_out).run()
 
@@ -267,16 +268,22 @@ def test_quickstart_tokens_match_kame_finetune_layout(quickstart_out, tmp_path):
         assert ((A[1:] >= 0) & (A[1:] < card)).all() and ((B[1:] >= 0) & (B[1:] < card)).all()
         for sp, text in (("A", A[0]), ("B", B[0])):
             assert ((text >= 0) & (text < tok.vocab_size)).all()
-            words = [w for w in s["words"] if w["speaker"] == sp]
+            words = sorted((w for w in s["words"] if w["speaker"] == sp), key=lambda w: w["start"])
             first = next(i for i, v in enumerate(text) if v not in (0, 3))
-            assert first == min(T - 1, round(words[0]["start"] * 1000) // 80)
+            # kame_finetune's tools/tokenize_text.py: the frame is start // (1 / 12.5) in floating point,
+            # and the first piece of the speaker's joined words is dropped when it is a bare "▁".
+            assert first == min(T - 1, int(words[0]["start"] // (1 / 12.5)))
             assert first == 0 or text[first - 1] == 0  # end-of-pad just before the first word
-            assert text[first] == tok.encode(words[0]["word"])[0]
-        # Oracle events: speaker A's are the channel-0 events, at floor(timestamp_ms / 80).
+            joined = " ".join(w["word"].strip() for w in words)
+            ids, pieces = tok.sp.encode(joined), tok.sp.encode(joined, out_type=str)
+            assert text[first] == (ids[1] if pieces[0] == "\u2581" else ids[0])
+        # Oracle events: speaker A's are the channel-0 events, at int(timestamp_ms / 1000 x 12.5)
+        # (tools/tokenize_oracle.py).
         src_ev = [e for e in s["oracle"] if e["channel"] == 0]
-        assert row["A_oracle_event_frame_pos"] == [e["timestamp_ms"] // 80 for e in src_ev]
+        assert row["A_oracle_event_frame_pos"] == [int(e["timestamp_ms"] / 1000 * 12.5) for e in src_ev]
         assert row["A_oracle_event_ratio"] == pytest.approx([e["current_spoken_ratio"] for e in src_ev])
-        assert row["B_oracle_event_frame_pos"] == [e["timestamp_ms"] // 80 for e in s["oracle"] if e["channel"] == 1]
+        assert row["B_oracle_event_frame_pos"] == [int(e["timestamp_ms"] / 1000 * 12.5) for e in s["oracle"]
+                                                   if e["channel"] == 1]
         for sp in "AB":
             E = len(row[f"{sp}_oracle_event_frame_pos"])
             for kind in ("pred", "hint"):

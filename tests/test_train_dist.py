@@ -101,13 +101,13 @@ def test_global_batch_must_divide_among_ranks(tokens):
 
 def recipe(tmp, **train):
     raw = {"name": "dist", "seed": 0, "model": {"preset": "tiny"},
-           "data": {"eval_split": None, "max_frames": 96, "groups_per_block": 2},
+           "data": {"eval_split": None, "max_frames": 96, "min_frames": 0, "groups_per_block": 2},
            "oracle": {"skip_prob": [0.1, 0.7], "shift_prob": 0.3},
            "optim": {"lr": 3e-3, "warmup_steps": 2},
            "train": {"steps": 4, "batch_size": 8, "grad_accum": 2, "log_every": 1, "eval_every": 1000,
                      "checkpoint_every": 2, "threads": 1, **train}}
     config_from_dict(raw)  # valid
-    path = tmp / f"train-{train.get('parallel', 'auto')}.yaml"
+    path = tmp / f"train-{train.get('parallel', 'auto')}-{train.get('precision', 'auto')}.yaml"
     import yaml
 
     path.write_text(yaml.safe_dump(raw))
@@ -149,6 +149,24 @@ def test_two_gloo_processes_train_like_one_process_with_ddp_and_fsdp(tmp_path, t
     assert [r["loss"] for r in resumed] == pytest.approx([r["loss"] for r in one], rel=2e-5)
 
 
+@pytest.mark.slow
+def test_fsdp_mixed_precision_keeps_fp32_shards_and_trains_like_one_process(tmp_path, tokens):
+    """bf16-mixed under FSDP (bf16 copies gathered from fp32 shards) against one process under
+    autocast: the same steps up to bf16 rounding, and a checkpoint of fp32 weights and AdamW state."""
+    import torch
+
+    one = train_cli(recipe(tmp_path, precision="bf16-mixed"), tokens, tmp_path / "one", 1)
+    fsdp = train_cli(recipe(tmp_path, precision="bf16-mixed", parallel="fsdp"), tokens, tmp_path / "fsdp", 2)
+    for a, b in zip(one, fsdp):
+        for k in ("loss", "text_loss", "audio_loss"):
+            assert b[k] == pytest.approx(a[k], rel=2e-3), ("bf16-mixed fsdp", a["step"], k, a[k], b[k])
+    assert fsdp[-1]["loss"] < fsdp[0]["loss"]
+    state = torch.load(tmp_path / "fsdp" / "checkpoints" / "step-0000004.pt", weights_only=True)
+    assert {v.dtype for v in state["model"].values()} == {torch.float32}
+    moments = [v for s in state["optim"]["state"].values() for k, v in s.items() if k.startswith("exp_avg")]
+    assert moments and {v.dtype for v in moments} == {torch.float32}
+
+
 def test_train_kame_recipe_is_moshi_7b_on_gpus_with_fsdp():
     from kame_data.train.config import load_train_config
     from kame_data.train.model import lm_kwargs_for
@@ -156,5 +174,5 @@ def test_train_kame_recipe_is_moshi_7b_on_gpus_with_fsdp():
     cfg = load_train_config("train_kame")  # bundled, read without downloading anything
     kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
     assert (kw["dim"], kw["num_layers"], kw["text_card"], kw["n_q"], kw["dep_q"]) == (4096, 32, 32000, 16, 8)
-    assert (cfg.train.parallel, cfg.train.precision, cfg.train.device) == ("fsdp", "bf16", "auto")
+    assert (cfg.train.parallel, cfg.train.precision, cfg.train.device) == ("fsdp", "bf16-mixed", "auto")
     assert cfg.train.batch_size % 8 == 0 and cfg.tokenize.device == "cuda"

@@ -1,4 +1,5 @@
-"""The trainer's streams (numpy only): text placement, oracle events and the per-frame oracle stream."""
+"""The trainer's streams (numpy only): text placement, oracle events and the per-frame oracle stream.
+Worked examples of the reference's rules are in tests/test_train_reference.py."""
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ from kame_data.train.streams import (
     oracle_frames,
     pack_ragged,
     shift_stream,
-    text_stream,
 )
+from kame_data.train.transcript import text_stream
 
 START = 200  # text_card of the tiny model: the oracle start token
 
@@ -32,9 +33,9 @@ def test_frames_are_80_ms():
     assert num_frames(24000) == 13 and num_frames(1920 * 5) == 5
 
 
-def test_text_stream_places_words_and_marks_end_of_pad():
+def test_word_start_text_stream_places_words_and_marks_end_of_pad():
     words = [("hello", 0.0), ("there", 0.40), ("x", 0.41), ("ok", 1.0)]
-    s = text_stream(words, fake_encode, 20)
+    s = text_stream(words, fake_encode, 20, "exact")
     h, t, x, o = (fake_encode(w) for w, _ in words)
     assert len(h) == 2 and len(t) == 2
     assert s[0:2].tolist() == h
@@ -44,7 +45,7 @@ def test_text_stream_places_words_and_marks_end_of_pad():
     assert s[11] == 0 and s[12] == o[0]  # "ok" at 1.0 s = frame 12
     assert set(s[13:].tolist()) == {3}
     # Tokens past the end are cut, never wrapped.
-    assert text_stream([("abcdefghi", 0.16)], fake_encode, 4).tolist() == [3, 0, *fake_encode("abcdefghi")[:2]]
+    assert text_stream([("abcdefghi", 0.16)], fake_encode, 4, "exact").tolist() == [3, 0, *fake_encode("abcdefghi")[:2]]
 
 
 def _event(ms, channel, pred, hint="", ratio=0.5):
@@ -58,7 +59,7 @@ def test_events_of_one_channel_with_frames_tokens_and_skip_forbid():
     events = [_event(500, 0, "yes"), _event(1000, 0, "no", "it is", 1.0), _event(1500, 1, "b says"),
               _event(2000, 0, "maybe"), _event(2500, 0, "", ""), _event(90000, 0, "late")]
     enc = lambda text: fake_encode(text)  # noqa: E731
-    ev, dropped = build_events(events, 0, "A", words, 40, enc)
+    ev, dropped = build_events(events, 0, "A", words, 40, enc, "turns", "exact")
     assert ev.frame_pos.tolist() == [6, 12, 25]  # floor(ms / 80)
     assert dropped == {"outside_audio": 1, "no_tokens": 1}
     # 500 -> 1000: same channel, A silent in between; 1000: next event has another channel;
@@ -66,11 +67,14 @@ def test_events_of_one_channel_with_frames_tokens_and_skip_forbid():
     assert ev.skip_forbid.tolist() == [0, 1, 0]
     assert ev.pred(1).tolist() == fake_encode("no") and ev.hint(1).tolist() == fake_encode("it is")
     assert ev.ratio.dtype == np.float32 and ev.pred_offsets.tolist() == [0, 1, 2, 4]  # "maybe" is 2 tokens
-    ev_b, _ = build_events(events, 1, "B", words, 40, enc)
+    ev_b, _ = build_events(events, 1, "B", words, 40, enc, "turns", "exact")
     assert ev_b.frame_pos.tolist() == [18] and ev_b.skip_forbid.tolist() == [1]
-    # A word by the answering speaker between two events of its channel is a turn switch.
-    ev2, _ = build_events([_event(1000, 0, "a"), _event(1500, 0, "b")], 0, "A", words, 40, enc)
+    # `turns`: a word by the answering speaker between two events of its channel is a turn switch;
+    # the reference rule looks only at the next ladder entry's channel.
+    ev2, _ = build_events([_event(1000, 0, "a"), _event(1500, 0, "b")], 0, "A", words, 40, enc, "turns")
     assert ev2.skip_forbid.tolist() == [1, 1]
+    ev3, _ = build_events([_event(1000, 0, "a"), _event(1500, 0, "b")], 0, "A", words, 40, enc)
+    assert ev3.skip_forbid.tolist() == [0, 1]
 
 
 def _events(rows):
@@ -133,6 +137,16 @@ def test_train_recipe_names_a_bad_key():
         config_from_dict({"oracle": {"skip_prob": [0.5]}})
     cfg = config_from_dict({"train": {"steps": 5}, "data": {"speakers": ["A", "B"]}})
     assert cfg.train.steps == 5 and cfg.oracle.skip_prob == [0.1, 0.7]
+    for raw, key in (({"tokenize": {"text_placement": "words"}}, "tokenize.text_placement"),
+                     ({"oracle": {"hint_only_warmup": [5, 10]}}, "oracle.hint_only_warmup"),  # needs hint_only
+                     ({"oracle": {"hint_only": True, "hint_only_warmup": [10, 5]}}, "oracle.hint_only_warmup"),
+                     ({"data": {"max_frames": 100, "min_frames": 200}}, "data.min_frames"),
+                     ({"oracle": {"time_jitter": -1}}, "oracle.time_jitter"),
+                     ({"optim": {"schedule": "linear"}}, "optim.schedule"),
+                     ({"train": {"text_pad_norm": "mean"}}, "train.text_pad_norm"),
+                     ({"train": {"precision": "fp16"}}, "train.precision")):
+        with pytest.raises(TrainError, match=key.replace(".", r"\.")):
+            config_from_dict(raw)
 
 
 def test_bundled_tiny_recipe_loads_by_name():

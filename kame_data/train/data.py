@@ -3,7 +3,11 @@
 A speaker's example is its text row, its first dep_q codebooks and the other speaker's first
 n_q - dep_q codebooks (Moshi's layout: the model's voice, then the user's), plus the oracle events
 that predict its replies. Dialogues longer than `max_frames` are cut into near-equal windows
-(kame_finetune splits the same way) and events go with the window they fall in.
+(kame_finetune splits the same way) and events go with the window they fall in; windows shorter
+than `min_frames` are dropped, as its `--min_length` drops chunks. (The reference cuts the stream
+after its delays and initial step, T + 1 + max delay frames, so its first window carries the
+initial step and later ones start mid-delay; here each window is cut from the plain stream and
+the model gives every window its own initial step.)
 
 The order of windows, their sharding over ranks and the exact resume live in `sampler.py`.
 """
@@ -34,7 +38,8 @@ class Window:
     events: OracleEvents
 
 
-def windows_from_rows(rows: list[dict], speakers: list[str], n_q: int, dep_q: int, max_frames: int) -> list[Window]:
+def windows_from_rows(rows: list[dict], speakers: list[str], n_q: int, dep_q: int, max_frames: int,
+                      min_frames: int = 0) -> list[Window]:
     other_q = n_q - dep_q
     if dep_q > 8 or other_q > 8 or other_q < 0:
         raise TrainError(f"the model wants {dep_q} + {other_q} codebooks; the token data has 8 per speaker")
@@ -50,9 +55,10 @@ def windows_from_rows(rows: list[dict], speakers: list[str], n_q: int, dep_q: in
             start = 0
             for k, chunk in enumerate(np.array_split(codes, n, axis=1)):
                 end = start + chunk.shape[1]
-                keep = np.nonzero((ev.frame_pos >= start) & (ev.frame_pos < end))[0]
-                out.append(Window(f"{row['dialogue_id']}/{sp}/{k}", np.ascontiguousarray(chunk),
-                                  ev.subset(keep, shift=start)))
+                if chunk.shape[1] >= min_frames:
+                    keep = np.nonzero((ev.frame_pos >= start) & (ev.frame_pos < end))[0]
+                    out.append(Window(f"{row['dialogue_id']}/{sp}/{k}", np.ascontiguousarray(chunk),
+                                      ev.subset(keep, shift=start)))
                 start = end
     return out
 
@@ -70,10 +76,11 @@ class Batch:
 def collate(windows: list[Window], oracle_start_id: int,
             rng: np.random.Generator | list[np.random.Generator] | None,
             aug: OracleAugment, blank_oracle: bool = False, pad_id: int = TEXT_PAD_ID,
-            length: int | None = None) -> Batch:
+            length: int | None = None, step: int = 0) -> Batch:
     """Pad to the longest window, or to `length` (a rank pads to its global batch's longest: the
     last frame of a delayed codebook is scored only when padding follows it); `rng` is one
-    generator for the batch or one per window."""
+    generator for the batch or one per window; `step` (optimizer steps done) drives the hint-only
+    curriculum."""
     rngs = rng if isinstance(rng, list) else [rng] * len(windows)
     T = max([w.codes.shape[1] for w in windows] + [length or 0])
     K = windows[0].codes.shape[0]
@@ -83,5 +90,5 @@ def collate(windows: list[Window], oracle_start_id: int,
         t = w.codes.shape[1]
         codes[i, :, :t] = w.codes
         if not blank_oracle:
-            oracle[i, :t] = oracle_frames(w.events, t, oracle_start_id, pad_id, rngs[i], aug)
+            oracle[i, :t] = oracle_frames(w.events, t, oracle_start_id, pad_id, rngs[i], aug, step)
     return Batch(torch.from_numpy(codes), torch.from_numpy(oracle), [w.id for w in windows])

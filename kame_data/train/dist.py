@@ -70,25 +70,30 @@ def device_for(name: str) -> torch.device:
     return torch.device(name)
 
 
-def wrap(model: nn.Module, d: Dist, device: torch.device) -> nn.Module:
+def wrap(model: nn.Module, d: Dist, device: torch.device, mixed_bf16: bool = False) -> nn.Module:
     """The module the optimizer steps: DDP (a replica per rank) or FSDP2 (`fully_shard`: parameters,
-    gradients and optimizer state sharded over the ranks)."""
+    gradients and optimizer state sharded over the ranks). `mixed_bf16`: FSDP keeps fp32 shards (and
+    AdamW state: fp32 master weights, as DeepSpeed bf16 keeps for the reference) but gathers bf16
+    copies to compute with, and reduces gradients in fp32; DDP replicas stay fp32 and the loop's
+    autocast computes in bf16."""
     if d.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [device.index] if device.type == "cuda" else None
         return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True)
     if d.parallel == "fsdp":
-        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if mixed_bf16 \
+            else MixedPrecisionPolicy()
         # moshi's layers cannot take FSDP's class swap (abc.ABC + Generic), so the units are what
         # they hold: attention projections and gated MLPs (which read their weights directly), nearly
         # all the weights; the root takes the embeddings, norms and output heads.
         for name, module in model.named_modules():
             gated = type(module).__name__ == "ActivationGating"
             if gated or (isinstance(module, nn.Linear) and ".self_attn." in name):
-                fully_shard(module)
-        fully_shard(model)
+                fully_shard(module, mp_policy=policy)
+        fully_shard(model, mp_policy=policy)
         return model
     return model
 

@@ -1,6 +1,6 @@
-"""The training loop: AdamW with warm-up and cosine decay, gradient accumulation, bf16 on CUDA,
-separate text and audio loss weights, eval loss, JSONL metrics, and checkpoints that resume
-exactly (weights, optimizer, step, data position, RNG states). Under torchrun it is data parallel
+"""The training loop: AdamW with warm-up (optim.py), gradient accumulation, fp32 master weights
+with bf16 compute, the reference's loss weights (losses.py), eval loss, JSONL metrics, and
+checkpoints that resume exactly (weights, optimizer, step, data position, RNG states). Under torchrun it is data parallel
 (DDP, or FSDP for the 7B model): each rank computes its slice of the global batch, and losses are
 normalised by the global batch's frame counts, so W ranks take the step one process would.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import shutil
 import time
 from contextlib import nullcontext
@@ -25,7 +24,9 @@ from kame_data.train.config import TrainConfig
 from kame_data.train import dist as dist_mod
 from kame_data.train.data import Window
 from kame_data.train.dist import Dist
-from kame_data.train.model import OracleLM, build_model, compile_context, lm_losses
+from kame_data.train.losses import KINDS, LossRule, combine, loss_parts
+from kame_data.train.model import OracleLM, build_model, compile_context
+from kame_data.train.optim import build_optimizer, set_step_lr
 from kame_data.train.sampler import Loader, WindowSource, eval_batches
 from kame_data.train.streams import OracleAugment
 
@@ -34,16 +35,6 @@ log = logging.getLogger(__name__)
 Progress = Callable[[str, int], Any]
 CKPT_DIR = "checkpoints"
 METRICS = "metrics.jsonl"
-
-
-def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Learning rate for optimizer step `step` (1-based): linear warm-up, then cosine to min_lr_ratio."""
-    o, total = cfg.optim, cfg.train.steps
-    if o.warmup_steps > 0 and step <= o.warmup_steps:
-        return o.lr * step / o.warmup_steps
-    span = max(1, total - o.warmup_steps)
-    progress = min(1.0, (step - o.warmup_steps) / span)
-    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
 class Trainer:
@@ -73,14 +64,13 @@ class Trainer:
         if codec_card is not None and codec_card > lm.card:
             raise TrainError(f"the codec has {codec_card} codes per codebook but the model's card is {lm.card}")
         self.model.train()
-        self.module = dist_mod.wrap(self.model, self.dist, self.device)  # what forward and the optimizer see
-        decay = [p for p in self.module.parameters() if p.ndim >= 2]
-        no_decay = [p for p in self.module.parameters() if p.ndim < 2]
-        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.optim.weight_decay},
-                                      {"params": no_decay, "weight_decay": 0.0}],
-                                     lr=cfg.optim.lr, betas=tuple(cfg.optim.betas))
+        # What forward and the optimizer see; FSDP under bf16-mixed gathers bf16 copies of fp32 shards.
+        self.module = dist_mod.wrap(self.model, self.dist, self.device, mixed_bf16=precision == "bf16-mixed")
+        self.opt = build_optimizer(self.module, cfg)
+        self.loss_rule = LossRule.of(t)
         o = cfg.oracle
-        self.aug = OracleAugment(o.skip_prob[0], o.skip_prob[1], o.shift_prob, tuple(o.right_shift), tuple(o.left_shift))
+        self.aug = OracleAugment(o.skip_prob[0], o.skip_prob[1], o.shift_prob, tuple(o.right_shift), tuple(o.left_shift),
+                                 o.time_jitter, o.hint_only, tuple(o.hint_only_warmup) if o.hint_only_warmup else None)
         self.loader = Loader(train_windows, t.batch_size, cfg.seed, self.model.oracle_start_id, self.aug, o.blank,
                              self.dist.rank, self.dist.world, cfg.data.groups_per_block)
         self.eval_windows = eval_windows or []
@@ -105,25 +95,22 @@ class Trainer:
         b = batch.to(self.device)
         with self._autocast(), compile_context(self.cfg.train.compile):
             out = self.module(b.codes, b.oracle)
-        L = lm_losses(out, b.codes, self.model.lm.dep_q, self.cfg.train.text_pad_weight)
+        P = loss_parts(out, b.codes, self.model.lm.dep_q)
         d = self.dist
-        if not d.on:
-            return {**L, "text_mean": L["text"].detach(), "audio_mean": L["audio"].detach()}
-        w, n = d.sum(L["text_weight"]).clamp(min=1e-6), d.sum(L["audio_count"]).clamp(min=1)
-        return {"text": L["text_sum"] * d.world / w, "audio": L["audio_sum"] * d.world / n,
-                "text_mean": d.sum(L["text_sum"]) / w, "audio_mean": d.sum(L["audio_sum"]) / n}
+        counts = d.sum(P["counts"])  # the global batch's (this rank's alone without torchrun)
+        text, audio = combine(P["sums"], counts, self.loss_rule)
+        text_mean, audio_mean = combine(d.sum(P["sums"]), counts, self.loss_rule)
+        return {"text": text * d.world, "audio": audio * d.world, "text_mean": text_mean, "audio_mean": audio_mean}
 
     def train_step(self) -> dict[str, float]:
         """One optimizer step over grad_accum micro-batches; returns its metrics."""
         t = self.cfg.train
         step = self.step + 1
-        lr = lr_at(step, self.cfg)
-        for g in self.opt.param_groups:
-            g["lr"] = lr
+        lr = set_step_lr(self.opt, step, self.cfg)
         tot = {"loss": 0.0, "text_loss": 0.0, "audio_loss": 0.0}
         frames = 0
         for micro in range(t.grad_accum):
-            batch = self.loader.next_batch()
+            batch = self.loader.next_batch(step=self.step)  # optimizer steps done: the hint-only curriculum's clock
             frames += int((batch.codes[:, 0] >= 0).sum())
             last = micro == t.grad_accum - 1
             with nullcontext() if last or self.dist.parallel != "ddp" else self.module.no_sync():
@@ -148,7 +135,7 @@ class Trainer:
             return {}
         blank = self.cfg.oracle.blank if blank_oracle is None else blank_oracle
         self.model.eval()
-        sums = torch.zeros(3, dtype=torch.float64)  # text, audio (frame-weighted), frames
+        sums = counts = torch.zeros(len(KINDS), dtype=torch.float64)  # per kind of frame, over every window
         d = self.dist
         # FSDP ranks must run the same forwards (each gathers parameters): all evaluate everything.
         rank, world = (0, 1) if d.parallel == "fsdp" else (d.rank, d.world)
@@ -157,15 +144,15 @@ class Trainer:
             for batch in eval_batches(self.eval_windows, per, self.model.oracle_start_id, blank, rank, world):
                 b = batch.to(self.device)
                 with self._autocast(), compile_context(self.cfg.train.compile):
-                    L = lm_losses(self.model(b.codes, b.oracle), b.codes, self.model.lm.dep_q,
-                                  self.cfg.train.text_pad_weight)
-                k = int((batch.codes[:, 0] >= 0).sum())  # frames, so windows weigh by length
-                sums += torch.tensor([L["text"].item() * k, L["audio"].item() * k, k], dtype=torch.float64)
+                    P = loss_parts(self.model(b.codes, b.oracle), b.codes, self.model.lm.dep_q)
+                sums = sums + P["sums"].double().cpu()
+                counts = counts + P["counts"].double().cpu()
         finally:
             self.model.train()
-        sums = d.sum(sums) if world > 1 else sums
+        if world > 1:  # reduced on the device: NCCL takes no CPU tensors
+            sums, counts = d.sum(sums.to(self.device)).cpu(), d.sum(counts.to(self.device)).cpu()
         t = self.cfg.train
-        text, audio = float(sums[0] / sums[2]), float(sums[1] / sums[2])
+        text, audio = (float(x) for x in combine(sums, counts, self.loss_rule))
         return {"eval_loss": t.text_loss_weight * text + t.audio_loss_weight * audio,
                 "eval_text_loss": text, "eval_audio_loss": audio}
 

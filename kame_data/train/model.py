@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from moshi.models import loaders
 from moshi.models.lm import LMModel, LMOutput
 from torch import nn
@@ -154,43 +153,6 @@ def load_lm_state(model: OracleLM, state: dict[str, torch.Tensor]) -> bool:
         model.lm.oracle_emb.load_state_dict(model.lm.text_emb.state_dict())
         return True
     return False
-
-
-def lm_losses(out: LMOutput, codes: torch.Tensor, dep_q: int, text_pad_weight: float = 1.0,
-              pad_ids: tuple[int, ...] = (3, 0)) -> dict[str, torch.Tensor]:
-    """Text and audio cross-entropies over the valid positions of moshi's output masks.
-
-    Text pad and end-of-pad frames weigh `text_pad_weight`. Also returns the per-frame text
-    loss [B, T] (0 where invalid), which the tests use to score chosen frames.
-    """
-    text_logits = out.text_logits[:, 0].float()  # [B, T, V]
-    text_target = codes[:, 0]
-    tmask = out.text_mask[:, 0] & (text_target >= 0)
-    V = text_logits.shape[-1]
-    per_frame = F.cross_entropy(text_logits.reshape(-1, V).nan_to_num(),
-                                text_target.clamp(min=0).reshape(-1), reduction="none").view_as(text_target)
-    per_frame = per_frame * tmask
-    w = torch.ones_like(per_frame)
-    if text_pad_weight != 1.0:
-        is_pad = torch.zeros_like(tmask)
-        for p in pad_ids:
-            is_pad |= text_target == p
-        w = torch.where(is_pad, torch.full_like(w, text_pad_weight), w)
-    w = w * tmask
-    text_sum, text_weight = (per_frame * w).sum(), w.sum()
-    text_loss = text_sum / text_weight.clamp(min=1e-6)
-
-    logits = out.logits.float()  # [B, dep_q, T, card]
-    target = codes[:, 1:1 + dep_q]
-    amask = out.mask & (target >= 0)
-    C = logits.shape[-1]
-    a_sum = F.cross_entropy(logits[amask].reshape(-1, C), target[amask].reshape(-1), reduction="sum") \
-        if amask.any() else logits.sum() * 0.0
-    a_count = amask.sum()
-    # The sums and their weights let data-parallel ranks normalise by the global batch.
-    return {"text": text_loss, "audio": a_sum / a_count.clamp(min=1), "text_per_frame": per_frame,
-            "text_mask": tmask, "text_sum": text_sum, "text_weight": text_weight, "audio_sum": a_sum,
-            "audio_count": a_count}
 
 
 def compile_context(enabled: bool):

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 def token_shards(cfg: TrainConfig, tokens: TokenDatasetInfo, split: str) -> TokenShards:
     """A split's windows, read lazily from its token shards."""
     kw = lm_kwargs_for(cfg.model.preset, cfg.model.overrides)
-    return TokenShards(tokens.files(split), cfg.data.speakers, kw["n_q"], kw["dep_q"], cfg.data.max_frames)
+    return TokenShards(tokens.files(split), cfg.data.speakers, kw["n_q"], kw["dep_q"], cfg.data.max_frames,
+                       cfg.data.min_frames)
 
 
 @dataclass

@@ -47,10 +47,11 @@ class TokenShards:
     """A split of a token dataset, one Parquet row group at a time. Nothing is read until asked,
     except each file's footer."""
 
-    def __init__(self, files: Sequence[Path], speakers: list[str], n_q: int, dep_q: int, max_frames: int):
+    def __init__(self, files: Sequence[Path], speakers: list[str], n_q: int, dep_q: int, max_frames: int,
+                 min_frames: int = 0):
         import pyarrow.parquet as pq
 
-        self.args = (speakers, n_q, dep_q, max_frames)
+        self.args = (speakers, n_q, dep_q, max_frames, min_frames)
         self.groups: list[tuple[Path, int]] = []
         self.rows = 0
         for f in files:
@@ -127,6 +128,7 @@ class Loader:
 
     def _take(self) -> Iterator[tuple[Window, np.random.Generator]]:
         """The next window of the global stream and its augmentation generator."""
+        empty_blocks = 0
         while True:
             ws = self._load()
             if self.offset < len(ws):
@@ -134,12 +136,15 @@ class Loader:
                 self.offset += 1
                 yield ws[pos[2]], np.random.default_rng([self.seed, 1, *pos])
                 return
+            empty_blocks = empty_blocks + 1 if not ws else 0
+            if empty_blocks > 2 * len(self._blocks(self.epoch)):  # a whole epoch passed without a window
+                raise TrainError("no training windows: every dialogue is shorter than data.min_frames")
             self.block, self.offset = self.block + 1, 0
             if self.block >= len(self._blocks(self.epoch)):
                 self.epoch, self.block = self.epoch + 1, 0
 
-    def next_batch(self) -> Batch:
-        """This rank's slice of the next global batch."""
+    def next_batch(self, step: int = 0) -> Batch:
+        """This rank's slice of the next global batch; `step`: optimizer steps done so far."""
         per = self.batch_size // self.world
         mine = range(self.rank * per, (self.rank + 1) * per)
         picked, rngs, longest = [], [], 0
@@ -149,7 +154,7 @@ class Loader:
                 if j in mine:
                     picked.append(w)
                     rngs.append(rng)
-        return collate(picked, self.oracle_start_id, rngs, self.aug, self.blank, length=longest)
+        return collate(picked, self.oracle_start_id, rngs, self.aug, self.blank, length=longest, step=step)
 
     def state(self) -> dict[str, Any]:
         return {"epoch": self.epoch, "block": self.block, "offset": self.offset}

@@ -1,16 +1,16 @@
 """Per-frame streams the model reads (docs/design.md, "Training streams"), in numpy only.
 
-Frames are 80 ms (Mimi's 12.5 Hz). A speaker's text stream holds its SentencePiece tokens from the
-frame of each word's start, pad elsewhere, with the pad just before a word turned into end-of-pad.
+Frames are 80 ms (Mimi's 12.5 Hz). A speaker's text stream is built in `transcript.py`.
 Oracle events are kept at event level, as kame_finetune's `prepare_dataset` stores them (frame,
 ratio, skip-forbid flag, ragged prediction and hint tokens), because the reference loader draws its
-augmentations (event skipping, whole-stream shift) afresh each time it turns them into frames.
+augmentations (event skipping, time jitter, hint-only examples, whole-stream shift) afresh each
+time it turns them into frames (kame_finetune's `utils/data.py`, `DataCollator`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -32,34 +32,28 @@ def frame_of_seconds(seconds: float) -> int:
     return frame_of_ms(round(seconds * 1000))
 
 
+def text_frame(seconds: float, arithmetic: str = "reference") -> int:
+    """The frame a text token starting at `seconds` falls in. `reference`: seconds floor-divided by
+    1/12.5 in floating point, as kame_finetune's tools/tokenize_text.py computes it (2.0 s gives
+    frame 24, not 25: 0.08 is stored a little above 0.08); `exact`: via whole milliseconds."""
+    if arithmetic == "reference":
+        return int(seconds // (1 / FRAME_RATE))
+    return frame_of_seconds(seconds)
+
+
+def event_frame(timestamp_ms: int | float, arithmetic: str = "reference") -> int:
+    """The frame an oracle event falls in. `reference`: int(seconds x 12.5) in floating point, as
+    kame_finetune's tools/tokenize_oracle.py computes it (2320 ms gives 28, not 29); `exact`:
+    floor(ms / 80)."""
+    if arithmetic == "reference":
+        return int(float(timestamp_ms) / 1000.0 * FRAME_RATE)
+    return frame_of_ms(timestamp_ms)
+
+
 def num_frames(num_samples: int, sample_rate: int = 24000) -> int:
     """Mimi frames for a clip: one per started 80 ms (Mimi pads the last frame)."""
     hop = int(sample_rate / FRAME_RATE)
     return -(-num_samples // hop)
-
-
-def text_stream(words: Iterable[tuple[str, float]], encode: Encode, frames: int,
-                pad_id: int = TEXT_PAD_ID, end_pad_id: int = END_OF_PAD_ID) -> np.ndarray:
-    """One speaker's text stream from (word, start seconds) pairs in time order.
-
-    A word's tokens go one per frame from the frame of its start, or right after the previous
-    word's tokens when those run past it (so no token is lost); tokens past the end are cut.
-    """
-    out = np.full(frames, pad_id, dtype=np.int64)
-    cursor = 0
-    for word, start in words:
-        toks = encode(word)
-        if not toks:
-            continue
-        pos = max(frame_of_seconds(start), cursor)
-        if pos >= frames:
-            break
-        if pos > 0 and out[pos - 1] == pad_id:
-            out[pos - 1] = end_pad_id
-        n = min(len(toks), frames - pos)
-        out[pos:pos + n] = toks[:n]
-        cursor = pos + n
-    return out
 
 
 def encode_lines(encode: Encode, text: str, newline_id: int | None) -> list[int]:
@@ -146,15 +140,16 @@ class OracleEvents:
 
 
 def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequence[dict],
-                 frames: int, encode_text: Callable[[str], list[int]]) -> tuple[OracleEvents, dict[str, int]]:
+                 frames: int, encode_text: Callable[[str], list[int]], skip_forbid: str = "reference",
+                 arithmetic: str = "reference") -> tuple[OracleEvents, dict[str, int]]:
     """The events of one channel (the speaker who answers), as kame_finetune tokenises them.
 
-    An event lands at frame floor(timestamp_ms / 80); events past the audio, or with neither
-    prediction nor hint tokens, are dropped (counted in the returned dict). `skip_forbid` marks the
-    last event before a turn switch, which augmentation must never skip: the reference marks an
-    event whose next event has another channel; with a ladder for one target channel (kame-data's
-    default) that happens only at the very end, so an event is also marked when `speaker` says a
-    word between it and the next event of its channel.
+    An event lands at frame `event_frame(timestamp_ms)`; events past the audio, or with neither
+    prediction nor hint tokens, are dropped (counted in the returned dict). `skip_forbid` marks
+    events augmentation must never skip. `reference` (tools/tokenize_oracle.py): the ladder entry
+    right after it has another channel, or there is none. With a ladder for one target channel
+    (kame-data's default) that is only the very last event; `turns` also marks an event when
+    `speaker` says a word between it and the next event of its channel (the last before its turn).
     """
     dropped = {"outside_audio": 0, "no_tokens": 0}
     idx = [i for i, e in enumerate(events) if int(e["channel"]) == channel]
@@ -165,10 +160,12 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
         nxt = idx[k + 1] if k + 1 < len(idx) else None
         if nxt is None or nxt != i + 1:
             last = True
+        elif skip_forbid == "reference":
+            last = False
         else:
             t0, t1 = e["timestamp_ms"] / 1000.0, events[nxt]["timestamp_ms"] / 1000.0
             last = bool(np.any((ends > t0) & (ends <= t1)))
-        f = frame_of_ms(e["timestamp_ms"])
+        f = event_frame(e["timestamp_ms"], arithmetic)
         if f < 0 or f >= frames:
             dropped["outside_audio"] += 1
             continue
@@ -193,39 +190,70 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
 @dataclass(frozen=True)
 class OracleAugment:
     """The reference loader's augmentations. Skip probability is drawn per example from
-    U(skip_min, skip_max); shift moves the whole stream right or left with `shift_prob`."""
+    U(skip_min, skip_max); each kept event moves later by U{0..jitter} frames; shift moves the
+    whole stream right or left with `shift_prob`. `hint_only` examples show hints alone; with
+    `hint_only_warmup` (start, end) every example is hint-only up to optimizer step `start`, then
+    with a chance falling linearly to 0 at `end`."""
 
     skip_min: float = 0.0
     skip_max: float = 0.0
     shift_prob: float = 0.0
     right_shift: tuple[int, int] = (1, 10)
     left_shift: tuple[int, int] = (1, 15)
+    jitter: int = 0
+    hint_only: bool = False
+    hint_only_warmup: tuple[int, int] | None = None
 
     @property
     def active(self) -> bool:
-        return self.skip_max > 0.0 or self.skip_min > 0.0 or self.shift_prob > 0.0
+        return self.skip_max > 0.0 or self.skip_min > 0.0 or self.shift_prob > 0.0 or self.jitter > 0 \
+            or self.hint_only
+
+    def hint_only_now(self, step: int, rng: np.random.Generator) -> bool:
+        """Whether this example shows hints only, at `step` optimizer steps done (one draw per
+        example, and only inside the warm-up ramp, as the reference collator draws it)."""
+        if not self.hint_only:
+            return False
+        if self.hint_only_warmup is None:
+            return True
+        start, end = self.hint_only_warmup
+        if step <= start:
+            return True
+        if step >= end:
+            return False
+        return bool(rng.random() < 1.0 - (step - start) / (end - start))
 
 
 def oracle_frames(ev: OracleEvents, frames: int, start_id: int, pad_id: int = TEXT_PAD_ID,
-                  rng: np.random.Generator | None = None, aug: OracleAugment = OracleAugment()) -> np.ndarray:
+                  rng: np.random.Generator | None = None, aug: OracleAugment = OracleAugment(),
+                  step: int = 0) -> np.ndarray:
     """The per-frame oracle stream: pad everywhere except after each kept event, where its frame
     holds `start_id` and the following frames its tokens, one per frame (the hint's when the
-    speaker's turn was fully heard, ratio >= 1.0, and a hint exists; else the prediction's).
-    A later event overwrites the frames it writes (as the reference loader does). Events marked
-    `skip_forbid` are never skipped.
+    speaker's turn was fully heard, ratio >= 1.0, and a hint exists; else the prediction's; in a
+    hint-only example the hint's or nothing). A later event overwrites the frames it writes (as the
+    reference loader does). Events marked `skip_forbid` are never skipped. Random draws come in
+    the reference collator's order: skip probability, hint-only, per event skip then jitter, shift.
     """
     out = np.full(frames, pad_id, dtype=np.int64)
     skip_p = 0.0
     if rng is not None and (aug.skip_max > 0.0 or aug.skip_min > 0.0):
         skip_p = float(rng.uniform(min(aug.skip_min, aug.skip_max), max(aug.skip_min, aug.skip_max)))
+    hint_only = rng is not None and aug.hint_only_now(step, rng)
     for i in np.argsort(ev.frame_pos, kind="stable").tolist():
         f = int(ev.frame_pos[i])
         if f < 0 or f >= frames:
             continue
         if skip_p > 0.0 and not ev.skip_forbid[i] and float(rng.random()) < skip_p:
             continue
+        if rng is not None and aug.jitter > 0:
+            f += int(rng.integers(0, aug.jitter + 1))
+            if f >= frames:
+                continue
         hint = ev.hint(i)
-        seq = hint if (float(ev.ratio[i]) >= 1.0 and hint.size) else ev.pred(i)
+        if hint_only:
+            seq = hint
+        else:
+            seq = hint if (float(ev.ratio[i]) >= 1.0 and hint.size) else ev.pred(i)
         if seq.size == 0:
             continue
         out[f] = start_id

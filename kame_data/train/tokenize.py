@@ -30,7 +30,7 @@ from kame_data.atomic import atomic_path, write_bytes
 from kame_data.audio import decode, resample
 from kame_data.dataset.folder import DatasetDir, DatasetError
 from kame_data.train import TrainError
-from kame_data.train.config import TrainConfig
+from kame_data.train.config import TokenizeConfig, TrainConfig
 from kame_data.train.streams import (
     END_OF_PAD_ID,
     FRAME_RATE,
@@ -39,8 +39,8 @@ from kame_data.train.streams import (
     build_events,
     encode_lines,
     num_frames,
-    text_stream,
 )
+from kame_data.train.transcript import text_stream, text_stream_by_chars
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +85,27 @@ class TextTokenizer:
 
     def encode(self, text: str) -> list[int]:
         return list(self.sp.encode(text))
+
+    def pieces(self, text: str) -> list[tuple[int, str]]:
+        """(id, piece text) for `text`, for placing tokens by characters (transcript.py). A run of
+        byte-fallback pieces (`<0x..>`) becomes one piece, the characters it decodes to, with the id
+        the vocabulary gives that text (usually unknown), as kame_finetune's tools/tokenize_text.py
+        merges them."""
+        ids, texts = list(self.sp.encode(text)), list(self.sp.encode(text, out_type=str))
+        out: list[tuple[int, str]] = []
+        run: list[str] = []
+        for tid, piece in zip(ids, texts):
+            if not (piece.startswith("<0x") and self.sp.is_byte(tid)):
+                out.append((tid, piece))
+                continue
+            run.append(piece)
+            decoded = self.sp.decode_pieces(run)
+            if decoded and "\ufffd" not in decoded:  # a whole character
+                out.append((int(self.sp.piece_to_id(decoded)), decoded))
+                run = []
+        if run:
+            out.append((int(self.sp.unk_id()), "".join(run)))
+        return out
 
     def encode_text(self, text: str) -> list[int]:
         return encode_lines(self.encode, text, self.newline_id)
@@ -213,8 +234,11 @@ class TokenDatasetInfo:
         return [self.path / f for f in self.meta["splits"].get(split, {}).get("files", [])]
 
 
-def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str, int]) -> tuple[dict, dict]:
-    """One dataset row -> one token row (see the module docstring) and drop counts."""
+def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str, int],
+                 rules: TokenizeConfig | None = None) -> tuple[dict, dict]:
+    """One dataset row -> one token row (see the module docstring) and drop counts. `rules`:
+    text placement, frame arithmetic and skip_forbid (default: the reference's)."""
+    rules = rules or TokenizeConfig()
     audio, sr = read_audio(row)
     codes = {}
     for sp in SPEAKERS:
@@ -228,10 +252,16 @@ def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str
     out: dict = {"dialogue_id": row["id"]}
     drops = {"outside_audio": 0, "no_tokens": 0}
     for sp in SPEAKERS:
-        text = text_stream(((w["word"], w["start"]) for w in words if w["speaker"] == sp), tok.encode, T)
+        mine = [w for w in words if w["speaker"] == sp]
+        if rules.text_placement == "chars":
+            text = text_stream_by_chars([(w["word"], w["start"], w["end"]) for w in mine], tok.pieces, T,
+                                        rules.frame_arithmetic)
+        else:
+            text = text_stream(((w["word"], w["start"]) for w in mine), tok.encode, T, rules.frame_arithmetic)
         out[sp] = np.concatenate([text[None], codes[sp][:, :T]], axis=0).tolist()
     for sp in SPEAKERS:
-        ev, d = build_events(row["oracle"] or [], channels[sp], sp, row["words"], T, tok.encode_text)
+        ev, d = build_events(row["oracle"] or [], channels[sp], sp, row["words"], T, tok.encode_text,
+                             rules.skip_forbid, rules.frame_arithmetic)
         out.update(ev.columns(f"{sp}_oracle"))
         for k, v in d.items():
             drops[k] += v
@@ -298,7 +328,7 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
             rows.clear()
 
         for row in ds.rows(split=split):
-            r, d = tokenize_row(row, codec, tok, tc.channels)
+            r, d = tokenize_row(row, codec, tok, tc.channels, tc)
             rows.append(r)
             stats["rows"] += 1
             stats["frames"] += len(r["A"][0])
@@ -326,6 +356,9 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
         "text_pad_id": TEXT_PAD_ID,
         "end_of_pad_id": END_OF_PAD_ID,
         "channels": dict(tc.channels),
+        "text_placement": tc.text_placement,
+        "frame_arithmetic": tc.frame_arithmetic,
+        "skip_forbid": tc.skip_forbid,
         "splits": meta_splits,
         "dropped_events": drops,
         "seconds": round(time.perf_counter() - t0, 2),
