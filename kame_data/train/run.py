@@ -100,7 +100,8 @@ def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = No
             torch.set_num_threads(cfg.train.threads)
         d.barrier()  # rank 0 has cleared old checkpoints before anyone looks for them
         tokens = _tokens(dataset, out, cfg, d, progress)
-        if d.main:  # beside the weights, so OUT (or any step-N.pt in it) can be exported and run as it is
+        # The tokenizer beside the weights: OUT, or any step-N.pt in it, is exported and run as it is.
+        if d.main and (tokens.path / TOKENIZER_FILE).is_file():
             write_bytes(out / TOKENIZER_FILE, (tokens.path / TOKENIZER_FILE).read_bytes())
         train_src = token_shards(cfg, tokens, cfg.data.train_split)
         eval_src = token_shards(cfg, tokens, cfg.data.eval_split) if cfg.data.eval_split in tokens.meta["splits"] \

@@ -8,7 +8,9 @@
 - **moshi** (kyutai-labs/moshi's `get_moshi_lm`, strict): the same keys without `oracle_emb.*`
   (a plain `LMModel` has no oracle stream: the export drops it and says so), and `config.json` in
   the layout of a Kyutai model repository (the LM kwargs plus the names of the weight, tokenizer
-  and Mimi files), which moshi's `CheckpointInfo.from_hf_repo(config_path=…)` reads.
+  and Mimi files), which moshi's `CheckpointInfo.from_hf_repo(config_path=…)` reads. KAME's loader
+  takes it too (it backfills `oracle_emb` from `text_emb`); kame_finetune's `from_pretrained` does
+  not (it wants the gating names below).
 - **kame-finetune** (kame_finetune's `MoshiForFinetuning.from_pretrained`): the kame pair with
   every gating layer's `linear_in.weight` / `linear_out.weight` named `linear_in_weight` /
   `linear_out_weight`, as that class exposes them for DeepSpeed ZeRO-3.
