@@ -228,8 +228,8 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
         "settings": {k: v for k, v in dataclasses.asdict(cfg).items() if k != "backend"},
         "backend": {"kind": cfg.backend.kind, "model": cfg.backend.model} if cfg.backend else None,
         "frames": T, "frame_rate": frame_rate, "events_fed": len(ev),
-        "events": [{"frame": frame_of_ms(e["timestamp_ms"]), **{k: e.get(k) for k in ("timestamp_ms", "prediction",
-                    "hint", "current_spoken_ratio")}} for e in events],
+        "events": [{"frame": frame_of_ms(e["timestamp_ms"]), **{k: e.get(k) for k in (
+            "timestamp_ms", "conversation_context", "prediction", "hint", "current_spoken_ratio")}} for e in events],
         "text": text, "pieces": pieces, "text_tokens": texts.tolist(), "oracle_tokens": oracle.tolist(),
         "audio_codes": own.tolist(), "seconds": round(seconds, 3)})
     log.info("infer %s: %d frames, %d oracle events, %.1f s", row_id, T, len(ev), seconds)
