@@ -133,17 +133,21 @@ def read_checkpoint(spec: str | Path) -> Checkpoint:
         raise TrainError(f"{path}: no such checkpoint (a training OUT folder, an export folder, a {MODEL_FILE} "
                          "or a step-N.pt)")
     folder = weights.parent
-    if (folder / KWARGS_FILE).is_file():
-        kwargs = _read_json(folder / KWARGS_FILE)
-    elif (folder / MOSHI_CONFIG_FILE).is_file() and not _is_train_config(_read_json(folder / MOSHI_CONFIG_FILE)):
-        kwargs = {k: v for k, v in _read_json(folder / MOSHI_CONFIG_FILE).items() if k not in MOSHI_CONFIG_KEYS}
-    else:
-        raise TrainError(f"{folder}: no {KWARGS_FILE} beside {weights.name} (the model's LMModel arguments)")
     train_cfg = None
     for name in (TRAIN_CONFIG_FILE, "config.json"):
         if (folder / name).is_file() and _is_train_config(d := _read_json(folder / name)):
             train_cfg = d
             break
+    if (folder / KWARGS_FILE).is_file():
+        kwargs = _read_json(folder / KWARGS_FILE)
+    elif (folder / MOSHI_CONFIG_FILE).is_file() and not _is_train_config(_read_json(folder / MOSHI_CONFIG_FILE)):
+        kwargs = {k: v for k, v in _read_json(folder / MOSHI_CONFIG_FILE).items() if k not in MOSHI_CONFIG_KEYS}
+    elif train_cfg is not None:  # an OUT written before the kwargs file was
+        from kame_data.train.model import lm_kwargs_for
+
+        kwargs = lm_kwargs_for(train_cfg["model"]["preset"], train_cfg["model"]["overrides"])
+    else:
+        raise TrainError(f"{folder}: no {KWARGS_FILE} beside {weights.name} (the model's LMModel arguments)")
     try:
         state = load_file(str(weights))
     except Exception as e:  # safetensors raises its own error types
