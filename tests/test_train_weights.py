@@ -160,6 +160,11 @@ def test_a_step_checkpoint_exports_and_reads_back(tiny_run, tmp_path):
     ckpt = read_checkpoint(tmp_path / "k")
     assert ckpt.train_config["model"]["preset"] == "tiny" and ckpt.tokenizer is not None
     assert load_model(ckpt).oracle_start_id == TINY_LM_KWARGS["text_card"]
+    older = tmp_path / "older"  # an OUT from before moshi_lm_kwargs.json: the recipe names the model
+    older.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        shutil.copy(out / name, older / name)
+    assert read_checkpoint(older).lm_kwargs == TINY_LM_KWARGS
     bad = tmp_path / "step-0000001.pt"
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(TrainError, match="not a kame-data training checkpoint"):

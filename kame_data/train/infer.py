@@ -210,7 +210,9 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
     T = codes.shape[1]
     ev, _ = build_events(events, CHANNEL["A"], "A", row["words"], T, tok.encode_text)
     oracle = oracle_frames(ev, T, model.oracle_start_id, TEXT_PAD_ID)
+    t_gen = time.perf_counter()
     texts, own = generate(model, torch.from_numpy(codes[:n_user]).to(cfg.device), oracle, cfg)
+    t_gen = time.perf_counter() - t_gen
     with torch.no_grad():
         pcm = codec.model.decode(torch.from_numpy(own)[None].to(cfg.device))[0, 0].float().cpu().numpy()
     frame_rate = float(codec.model.frame_rate)
@@ -231,6 +233,6 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
         "events": [{"frame": frame_of_ms(e["timestamp_ms"]), **{k: e.get(k) for k in (
             "timestamp_ms", "conversation_context", "prediction", "hint", "current_spoken_ratio")}} for e in events],
         "text": text, "pieces": pieces, "text_tokens": texts.tolist(), "oracle_tokens": oracle.tolist(),
-        "audio_codes": own.tolist(), "seconds": round(seconds, 3)})
+        "audio_codes": own.tolist(), "seconds": round(seconds, 3), "generate_seconds": round(t_gen, 3)})
     log.info("infer %s: %d frames, %d oracle events, %.1f s", row_id, T, len(ev), seconds)
     return InferResult(out, T, text, seconds, len(ev), files)
