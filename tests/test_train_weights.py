@@ -222,3 +222,22 @@ def test_gradient_checkpointing_gives_the_same_losses_and_recomputes(tmp_path):
     assert (n0, n1) == (3, 6)  # each layer runs again in the backward pass
     # It saves memory, not maths: a run may resume with it switched.
     assert tiny_cfg(train={"gradient_checkpointing": True}).resume_hash() == tiny_cfg().resume_hash()
+
+
+@pytest.mark.slow
+def test_fsdp_with_gradient_checkpointing_trains_like_one_plain_process_and_exports(tmp_path):
+    """Two gloo ranks with FSDP and gradient checkpointing take one plain process's steps, and rank 0
+    writes the same interchange files (the full state gathered from the shards)."""
+    from tests.synthetic_tokens import write_token_dataset
+    from tests.test_train_dist import recipe, train_cli
+
+    tokens = write_token_dataset(tmp_path / "tokens", 16, seed=3, frames=(60, 300))
+    one = train_cli(recipe(tmp_path), tokens, tmp_path / "one", 1)
+    two = train_cli(recipe(tmp_path, parallel="fsdp", gradient_checkpointing=True), tokens, tmp_path / "fsdp", 2)
+    for a, b in zip(one, two, strict=True):
+        for k in ("loss", "text_loss", "audio_loss", "grad_norm"):
+            assert b[k] == pytest.approx(a[k], rel=2e-5, abs=1e-6), (a["step"], k, a[k], b[k])
+    assert json.loads((tmp_path / "fsdp" / "moshi_lm_kwargs.json").read_text()) == TINY_LM_KWARGS
+    lm = kame_get_moshi_lm(tmp_path / "fsdp" / "model.safetensors", TINY_LM_KWARGS, torch.float32)
+    a = _ours(tmp_path / "one")
+    assert all(torch.allclose(v, a[k], rtol=1e-4, atol=1e-6) for k, v in lm.state_dict().items())
