@@ -188,7 +188,8 @@ def test_kame_finetune_generator_input_gives_our_ladder(quickstart_out, tmp_path
     from tests.test_ladder import reference_ladder
 
     dest = tmp_path / "kame"
-    r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True, text=True)
+    r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True,
+                       text=True)
     assert r.returncode == 0, r.stderr
     gen = json.loads((dest / "oracle_generation.json").read_text())
     assert gen["same_ladder"] and gen["args"]["text_dir"] == "text_floor" and gen["args"]["target_channel"] == 0

@@ -193,7 +193,8 @@ def test_resumed_run_continues_with_identical_losses_and_weights(tmp_path):
     assert result.resumed_from == 2 and result.steps == 4
 
     def losses(p):
-        return [(r["step"], r["loss"], r["text_loss"], r["audio_loss"]) for r in map(json.loads, p.read_text().splitlines())]
+        recs = map(json.loads, p.read_text().splitlines())
+        return [(r["step"], r["loss"], r["text_loss"], r["audio_loss"]) for r in recs]
 
     assert losses(cut / "metrics.jsonl") == losses(tmp_path / "full" / "metrics.jsonl")
     a, b = _ours(tmp_path / "full"), _ours(cut)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import logging
 import time
 from dataclasses import dataclass, field

@@ -50,8 +50,9 @@ MOSHI_CONFIG_KEYS = ("moshi_name", "mimi_name", "mimi_config_name", "tokenizer_n
 
 # kame_finetune's MoshiForFinetuning exposes each gating layer's two linear weights as parameters of
 # the gating module itself: the main transformer has one gating per layer, the depformer one per step.
-_GATING = re.compile(r"^(transformer\.layers\.\d+\.gating|depformer\.layers\.\d+\.gating\.\d+)\.linear_(in|out)\.weight$")
-_EXPOSED = re.compile(r"^(transformer\.layers\.\d+\.gating|depformer\.layers\.\d+\.gating\.\d+)\.linear_(in|out)_weight$")
+_GATES = r"^(transformer\.layers\.\d+\.gating|depformer\.layers\.\d+\.gating\.\d+)"
+_GATING = re.compile(_GATES + r"\.linear_(in|out)\.weight$")
+_EXPOSED = re.compile(_GATES + r"\.linear_(in|out)_weight$")
 
 
 def to_finetune_names(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
