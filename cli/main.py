@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from kame_data.cli import dataset_cmds, doctor_cmd, review_cmds, speech_cmds
+from kame_data.cli import dataset_cmds, doctor_cmd, model_cmds, review_cmds, speech_cmds
 from kame_data.cli.common import console_logging as _console_logging
 from kame_data.cli.common import fail as _fail
 from kame_data.scrub import scrub
@@ -294,6 +294,9 @@ def train_cmd(
     typer.echo(summary + f" in {result.seconds:.0f} s")
     typer.echo(f"  tokens:  {result.tokens.resolve()}")
     typer.echo(f"  metrics: {(result.out / 'metrics.jsonl').resolve()}")
+
+
+model_cmds.register(app)  # export-checkpoint and infer, after train in the help
 
 
 def main() -> None:

@@ -35,3 +35,23 @@ def quickstart_out(tmp_path_factory) -> Path:
     assert r.returncode == 0, r.stderr[-3000:]
     assert f"dataset: {out.resolve()}" in r.stdout
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
+    """(dataset, training OUT): a 3-dialogue voiced synthetic dataset (tests/synthetic.py) and
+    `kame-data train train_tiny` on it for 4 steps, run once per session through the CLI."""
+    from kame_data.train import missing_dependencies
+
+    if missing_dependencies():
+        pytest.skip(f"kame_data.train needs {', '.join(missing_dependencies())}")
+    from tests.synthetic import spoken_dataset
+
+    root = tmp_path_factory.mktemp("tiny_run")
+    dataset = spoken_dataset(root / "dataset", 3)
+    out = root / "train"
+    r = subprocess.run(CLI + ["train", "train_tiny", "--dataset", str(dataset), "--out", str(out), "--max-steps", "4",
+                              "--quiet"], capture_output=True, text=True, timeout=900,
+                       env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    return dataset, out

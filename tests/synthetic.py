@@ -69,3 +69,44 @@ def fixture_dialogues(n: int, seed: int = 1234) -> list[RenderedDialogue]:
     items, _ = load_items(recipe, FilterConfig(), limit=2 * n + 6)
     dialogues = [d for d in script_batch(items, ScriptConfig(), seed) if isinstance(d, Dialogue)]
     return [timed_dialogue(d, seed) for d in dialogues[:n]]
+
+
+def voiced(rendered: RenderedDialogue, seed: int = 0) -> RenderedDialogue:
+    """The dialogue with a tone per word on its speaker's channel (a pitch per word, so a codec
+    hears something that follows the words) instead of silence."""
+    from dataclasses import replace
+
+    from kame_data.records import CHANNEL
+
+    sr = rendered.sample_rate
+    audio = np.zeros_like(rendered.audio, dtype=np.float32)
+    for w in rendered.words:
+        a, b = int(w.start * sr), int(w.end * sr)
+        pitch = 120.0 + (sum(map(ord, w.word)) * 37 + seed) % 400
+        audio[a:b, CHANNEL[w.speaker]] += 0.3 * np.sin(2 * np.pi * pitch * np.arange(b - a) / sr)
+    return replace(rendered, audio=(audio * 32767).astype(np.int16))
+
+
+def spoken_dataset(out, n: int = 3, seed: int = 0):
+    """A small dataset in `kame-data run`'s layout (shards by ShardWriter, a manifest with the
+    oracle settings) of voiced synthetic dialogues whose oracle predictions are the true replies:
+    what the trainer and `kame-data infer` read, without TTS or an LLM."""
+    import json
+    from pathlib import Path
+
+    from kame_data.dataset.rows import sample_row
+    from kame_data.dataset.shards import ShardWriter
+    from kame_data.oracle.ladder import ladder
+    from kame_data.records import CHANNEL, OracleEvent, Sample
+
+    out = Path(out)
+    w = ShardWriter(out, rows_per_shard=n)
+    for i in range(n):
+        r = voiced(synthetic_dialogue(i, seed, user_words=12, assistant_words=10), seed)
+        events = [OracleEvent(s.timestamp_ms, s.conversation_context, s.true_reply, s.total_word_count,
+                              s.trigger_word, s.recent_words, s.current_spoken_ratio, s.channel, s.hint, s.level)
+                  for s in ladder(r.words, 0.5, CHANNEL["A"], CHANNEL)]
+        w.add(sample_row(Sample(r, events)))
+    (out / "manifest.json").write_text(json.dumps({"shards": w.finish(),
+                                                   "recipe": {"oracle": {"interval": 0.5, "target": "assistant"}}}))
+    return out

@@ -17,7 +17,7 @@ from kame_data.dataset.export import (
     safe_stem,
 )
 from kame_data.dataset.shards import ShardWriter
-from kame_data.records import ORACLE_REFERENCE_FIELDS, OracleEvent
+from kame_data.records import ORACLE_REFERENCE_FIELDS, OracleEvent, Word
 from tests.conftest import CLI
 from tests.test_publish import make_row
 
@@ -176,3 +176,41 @@ def test_moshi_finetune_layout(quickstart_out, tmp_path):
         assert all(isinstance(a[0], str) and len(a[1]) == 2 and a[1][0] <= a[1][1] for a in align)
         assert [a[0] for a in align if a[2] == "SPEAKER_MAIN"] == [w["word"] for w in row["words"] if w["speaker"] == "A"]
         assert {a[2] for a in align} == {"SPEAKER_MAIN", "SPEAKER_OTHER"}
+
+
+@pytest.mark.slow
+def test_kame_finetune_generator_input_gives_our_ladder(quickstart_out, tmp_path):
+    """A kame_finetune user who runs its generator (tools/generate_oracle_from_text.py) with the
+    arguments of oracle_generation.json gets oracle_raw/ back: an independent implementation of the
+    reference rules (tests/test_ladder.py), run over text_floor/ in file order as that generator
+    reads it, gives every event and field of oracle_raw/ but the prediction, less the events the
+    export lists as dropped. Over text/ (which keeps the listener backchannels) it would not."""
+    from tests.test_ladder import reference_ladder
+
+    dest = tmp_path / "kame"
+    r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    gen = json.loads((dest / "oracle_generation.json").read_text())
+    assert gen["same_ladder"] and gen["args"]["text_dir"] == "text_floor" and gen["args"]["target_channel"] == 0
+    args = gen["args"]
+    rows = {row["id"]: row for row in _rows(quickstart_out)}
+    with_backchannels = differs_over_text = 0
+    for rid, row in rows.items():
+        floor = json.loads((dest / "text_floor" / f"{rid}.json").read_text())
+        assert all(list(w) == WORD_FIELDS for w in floor)
+        assert [w["end"] for w in floor] == sorted(w["end"] for w in floor)  # file order is the ladder's order
+        text = json.loads((dest / "text" / f"{rid}.json").read_text())
+        with_backchannels += len(text) > len(floor)
+
+        def ladder_of(words):
+            ws = [Word(w["speaker"], w["word"], w["start"], w["end"]) for w in words]
+            return [{k: (" ".join(v) if k == "recent_words" else v) for k, v in e.items() if k != "level"}
+                    for e in reference_ladder(ws, args["time_interval"], target=args["target_channel"])
+                    if e["timestamp_ms"] not in gen["dropped"].get(rid, [])]
+
+        ours = [{k: v for k, v in e.items() if k != "prediction"}
+                for e in json.loads((dest / "oracle_raw" / f"{rid}.json").read_text())]
+        assert ladder_of(floor) == ours, rid
+        differs_over_text += ladder_of(text) != ours
+    assert with_backchannels and differs_over_text  # the quickstart has backchannels, and they matter

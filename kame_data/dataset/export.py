@@ -1,8 +1,11 @@
 """Exports the trainers consume untouched.
 
 - kame_finetune (SakanaAI/kame_finetune): `audio/<id>.wav` (stereo, A left, B right),
-  `text/<id>.json` (a list of {"speaker","word","start","end"} in time order) and
-  `oracle_raw/<id>.json` (the reference oracle fields, in the reference order).
+  `text/<id>.json` (a list of {"speaker","word","start","end"} in time order, every word),
+  `oracle_raw/<id>.json` (the reference oracle fields, in the reference order), and what its
+  oracle generator needs to give that same ladder: `text_floor/<id>.json` (the floor words, in the
+  order the ladder reads them) and `oracle_generation.json` (its settings). CONVERSATION.md,
+  "What enters the word stream, the oracle ladder and the exports".
 - moshi-finetune (kyutai-labs/moshi-finetune): `data_stereo/<id>.wav` with a sibling `<id>.json`
   holding {"alignments": [[word, [start, end], speaker], ...]} and `<split>.jsonl` indexes of
   {"path", "duration"}.
@@ -26,7 +29,8 @@ import soundfile as sf
 
 from kame_data.atomic import write_bytes, write_json, write_jsonl, write_text
 from kame_data.dataset.folder import DatasetDir, DatasetError
-from kame_data.records import ORACLE_REFERENCE_FIELDS
+from kame_data.oracle.ladder import floor_words
+from kame_data.records import CHANNEL, ORACLE_REFERENCE_FIELDS, Word
 
 log = logging.getLogger("kame_data.dataset.export")
 
@@ -97,6 +101,46 @@ def _words_in_time_order(row: dict[str, Any]) -> list[dict[str, Any]]:
     return words
 
 
+def floor_transcript(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """`text_floor/<id>.json`: the words the ladder reads (no listener backchannels; docs/design.md,
+    "Floor words") in the order it reads them, by end time (ties in the row's order). kame_finetune's
+    generator takes a transcript in file order, so this order makes it read what the ladder read even
+    where words overlap (a barge-in ends before the turn it cuts into)."""
+    words = [Word(w["speaker"], w["word"], w["start"], w["end"], bool(w.get("backchannel"))) for w in row["words"]]
+    return [{"speaker": w.speaker, "word": w.word, "start": w.start, "end": w.end}
+            for w in sorted(floor_words(words), key=lambda w: w.end)]
+
+
+def dropped_events(ds: DatasetDir) -> dict[str, list[int]]:
+    """Row id -> timestamps of the ladder events the oracle step dropped for want of a reply
+    (`empty_prediction` rejects, named `id@timestamp_ms`)."""
+    out: dict[str, list[int]] = {}
+    for r in ds.rejects():
+        if r.get("stage") == "oracle" and r.get("reason") == "empty_prediction" and "@" in str(r.get("id")):
+            rid, ts = str(r["id"]).rsplit("@", 1)
+            if ts.isdigit():
+                out.setdefault(rid, []).append(int(ts))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def oracle_generation(ds: DatasetDir, dropped: dict[str, list[int]]) -> dict[str, Any]:
+    """`oracle_generation.json`: the arguments of kame_finetune's `tools/generate_oracle_from_text.py`
+    that give `oracle_raw/` again from `text_floor/` (up to the predictions; README.md, "Exports"),
+    and per file the events kame-data dropped for want of a reply (`dropped`: file stem -> timestamps)."""
+    oracle = ((ds.manifest or {}).get("recipe") or {}).get("oracle") or {}
+    target = {"assistant": CHANNEL["A"], "user": CHANNEL["B"]}.get(oracle.get("target", "assistant"))
+    args = {"text_dir": "text_floor", "time_interval": oracle.get("interval", 0.5), "target_channel": target,
+            "A_channel": CHANNEL["A"], "B_channel": CHANNEL["B"]}
+    same = oracle.get("trigger", "every_step") == "every_step"
+    return {"generator": "kame_finetune tools/generate_oracle_from_text.py", "args": args,
+            "same_ladder": same,
+            "note": "the same events and fields as oracle_raw/, predictions aside, less events kame-data dropped "
+                    "for want of a reply" if same else
+                    "this dataset fired events only when new words arrived (oracle.trigger: new_words); the "
+                    "reference generator fires every step, so its ladder has more events",
+            "dropped": dropped}
+
+
 def kame_oracle_record(event: dict[str, Any]) -> dict[str, Any]:
     """One `oracle_raw` record: the reference fields only, in the reference order.
 
@@ -138,23 +182,31 @@ def _split_dirs(ds: DatasetDir, dest: Path, split: str | None) -> dict[str, Path
 
 
 def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None) -> ExportReport:
-    """Write the kame_finetune layout (audio/, text/, oracle_raw/) for one split or every split."""
+    """Write the kame_finetune layout (audio/, text/, oracle_raw/, text_floor/ and
+    oracle_generation.json) for one split or every split."""
     ds, dest = _open(out_dir), Path(dest)
     dirs = _split_dirs(ds, dest, split)
     stems = {s: _Stems() for s in dirs}
     counts: dict[str, int] = {}
+    dropped = dropped_events(ds)
+    dropped_by_stem: dict[str, dict[str, list[int]]] = {s: {} for s in dirs}
     for sp, row in iter_rows(ds, split):
         base = dirs[sp]
         stem = stems[sp](row["id"])
+        if row["id"] in dropped:
+            dropped_by_stem[sp][stem] = dropped[row["id"]]
         wav, _ = _stereo_wav(row)
         write_bytes(base / "audio" / f"{stem}.wav", wav)
         write_json(base / "text" / f"{stem}.json",
                    [{"speaker": w["speaker"], "word": w["word"], "start": w["start"], "end": w["end"]}
                     for w in _words_in_time_order(row)])
         write_json(base / "oracle_raw" / f"{stem}.json", [kame_oracle_record(e) for e in row["oracle"]])
+        write_json(base / "text_floor" / f"{stem}.json", floor_transcript(row))
         counts[sp] = counts.get(sp, 0) + 1
     renamed = {k: v for s in stems.values() for k, v in s.renamed.items()}
     for sp, base in dirs.items():
+        if sp in counts:
+            write_json(base / "oracle_generation.json", oracle_generation(ds, dropped_by_stem[sp]))
         if stems[sp].renamed:
             write_json(base / "id_map.json", stems[sp].renamed)
     log.info("kame-finetune export: %d rows to %s (%d ids renamed)", sum(counts.values()), dest, len(renamed))

@@ -9,6 +9,8 @@ see the Makefile). This module imports none of them, so `import kame_data.train`
 - `model`: Moshi's `LMModel` with an oracle embedding added to the text embedding.
 - `data`, `loop`: windows and batches with the reference oracle augmentations; the training loop.
 - `config`: the training recipe (`recipes/train_tiny.yaml`).
+- `weights`: checkpoints in the layouts KAME, moshi and kame_finetune load (`export-checkpoint`).
+- `infer`: a trained model answers a dialogue's user channel, the oracle stream fed as in training.
 """
 
 from __future__ import annotations

@@ -120,6 +120,7 @@ class LoopConfig:
     threads: int | None = None  # torch CPU threads; 1 is fastest on a busy 2-core machine
     compile: bool = False  # let moshi torch.compile its kernels (GPU; slow first step)
     parallel: str = "auto"  # under torchrun: auto (= ddp) | ddp | fsdp (shards the 7B model's state)
+    gradient_checkpointing: bool = False  # recompute layer activations in backward: less memory, same losses
 
 
 @dataclass
@@ -139,7 +140,8 @@ class TrainConfig:
     def resume_hash(self) -> str:
         """What a checkpoint must agree with to be resumed exactly (logging cadence may change)."""
         d = self.to_dict()
-        for k in ("eval_every", "checkpoint_every", "keep_checkpoints", "log_every", "device", "threads", "parallel"):
+        for k in ("eval_every", "checkpoint_every", "keep_checkpoints", "log_every", "device", "threads", "parallel",
+                  "gradient_checkpointing"):
             d["train"].pop(k)
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -25,7 +25,7 @@ from kame_data.train import dist as dist_mod
 from kame_data.train.data import Window
 from kame_data.train.dist import Dist
 from kame_data.train.losses import KINDS, LossRule, combine, loss_parts
-from kame_data.train.model import OracleLM, build_model, compile_context
+from kame_data.train.model import OracleLM, build_model, compile_context, set_gradient_checkpointing
 from kame_data.train.optim import build_optimizer, set_step_lr
 from kame_data.train.sampler import Loader, WindowSource, eval_batches
 from kame_data.train.streams import OracleAugment
@@ -59,6 +59,7 @@ class Trainer:
         self.model: OracleLM = build_model(cfg.model.preset, cfg.model.weights, cfg.model.overrides,
                                            device=self.device, dtype=param_dtype)
         lm = self.model.lm
+        set_gradient_checkpointing(lm, t.gradient_checkpointing)
         if text_vocab is not None and text_vocab > lm.text_card:
             raise TrainError(f"the text tokenizer has {text_vocab} ids but the model's text_card is {lm.text_card}")
         if codec_card is not None and codec_card > lm.card:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,18 @@ class OracleLM(nn.Module):
         finally:
             self._oracle_in = None
 
+    @contextmanager
+    def oracle_input(self, tokens: torch.Tensor):
+        """Feed `tokens` ([B, 1]) to the oracle embedding at every text-embedding call inside the
+        block: the streaming path (moshi's `LMGen`) embeds one frame per step, so the caller
+        writes each frame's oracle token into `tokens` in place before the step (a CUDA graph
+        replays reading the same tensor)."""
+        self._oracle_in = tokens
+        try:
+            yield tokens
+        finally:
+            self._oracle_in = None
+
     def lm_state_dict(self) -> dict[str, torch.Tensor]:
         """LMModel keys plus `oracle_emb.*`, as kame_finetune names them."""
         return self.lm.state_dict()
@@ -139,6 +151,16 @@ def build_model(preset: str = "tiny", weights: str | None = None, overrides: dic
     else:
         log.info("no oracle_emb in %s: initialised from text_emb", filename)
     return model.to(device)
+
+
+def set_gradient_checkpointing(lm: LMModel, enabled: bool = True) -> None:
+    """Recompute each transformer layer's activations in the backward pass instead of keeping them
+    (moshi's own per-layer switch, `StreamingTransformer.checkpointing`; kame_finetune's
+    `enable_activation_checkpointing` does the same for both transformers): memory for compute,
+    the same loss and gradients. Not a model setting, so it stays out of moshi_lm_kwargs.json."""
+    for transformer in (lm.transformer, lm.depformer):
+        if transformer is not None:
+            transformer.checkpointing = enabled
 
 
 def load_lm_state(model: OracleLM, state: dict[str, torch.Tensor]) -> bool:

@@ -1,5 +1,9 @@
 """`kame-data train`: tokenise a dataset (or take a prepared token dataset), then train on its
-token shards, streamed; one process, or every rank of a `torchrun` job."""
+token shards, streamed; one process, or every rank of a `torchrun` job.
+
+OUT holds what KAME's tools read (kame_data/train/weights.py): model.safetensors, moshi_lm_kwargs.json
+and tokenizer.model; checkpoints/step-N.pt are for resuming, and `kame-data export-checkpoint` takes
+them too."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from typing import Any
 
 import torch
 
+from kame_data.atomic import write_bytes
 from kame_data.train import dist as dist_mod
 from kame_data.train.config import TrainConfig, load_train_config
 from kame_data.train.loop import CKPT_DIR, METRICS, Progress, Trainer
@@ -20,11 +25,13 @@ from kame_data.train.model import lm_kwargs_for
 from kame_data.train.sampler import TokenShards
 from kame_data.train.tokenize import (
     META_FILE,
+    TOKENIZER_FILE,
     TokenDatasetInfo,
     open_dataset,
     open_token_dataset,
     tokenize_dataset,
 )
+from kame_data.train.weights import write_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +71,8 @@ def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = No
           restart: bool = False, progress: Progress | None = None) -> TrainResult:
     """Tokenise `dataset` (a `kame-data run` output) into OUT/tokens, or use it directly when it is a
     token dataset (a folder with tokens.json), then train into OUT: OUT/metrics.jsonl,
-    OUT/checkpoints/, OUT/model.safetensors, OUT/train.log. A run whose checkpoints exist resumes
-    from the latest unless `restart`. Under torchrun every rank calls this; rank 0 writes."""
+    OUT/checkpoints/, OUT/model.safetensors + OUT/moshi_lm_kwargs.json, OUT/tokenizer.model,
+    OUT/train.log. A run whose checkpoints exist resumes from the latest unless `restart`. Under torchrun every rank calls this; rank 0 writes."""
     t0 = time.perf_counter()
     cfg = recipe if isinstance(recipe, TrainConfig) else load_train_config(recipe)
     if max_steps is not None:
@@ -94,6 +101,9 @@ def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = No
             torch.set_num_threads(cfg.train.threads)
         d.barrier()  # rank 0 has cleared old checkpoints before anyone looks for them
         tokens = _tokens(dataset, out, cfg, d, progress)
+        # The tokenizer beside the weights: OUT, or any step-N.pt in it, is exported and run as it is.
+        if d.main and (tokens.path / TOKENIZER_FILE).is_file():
+            write_bytes(out / TOKENIZER_FILE, (tokens.path / TOKENIZER_FILE).read_bytes())
         train_src = token_shards(cfg, tokens, cfg.data.train_split)
         eval_src = token_shards(cfg, tokens, cfg.data.eval_split) if cfg.data.eval_split in tokens.meta["splits"] \
             else None
@@ -106,6 +116,7 @@ def train(recipe: str | Path | TrainConfig, dataset: Path, out: Path | None = No
         weights = trainer.export(out / "model.safetensors")
         ev = trainer.evaluate() if eval_src is not None else {}
         if d.main:
+            write_kwargs(out, lm_kwargs_for(cfg.model.preset, cfg.model.overrides))
             (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2), "utf-8")
         return TrainResult(out, tokens.path, trainer.step, resumed, recs[-1] if recs else {}, ev, weights,
                            time.perf_counter() - t0, d.rank, d.world)
