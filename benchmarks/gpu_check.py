@@ -89,10 +89,10 @@ def trainer_part(tmp: Path, tiny: bool, device: str, steps: int, batch: int, fra
     tokens = write_token_dataset(tmp / "tokens", max(4 * batch, 8), frames=(frames, frames + 1),
                                  vocab=kw["text_card"], card=kw["card"])
     cfg = config_from_dict({"name": "gpu-check", "model": {"preset": preset},
-                            "data": {"eval_split": None, "max_frames": frames},
+                            "data": {"eval_split": None, "max_frames": frames, "min_frames": min(128, frames)},
                             "train": {"steps": steps, "batch_size": batch, "device": device,
                                       "threads": 1 if device == "cpu" else None,
-                                      "precision": "bf16" if device.startswith("cuda") else "fp32"}})
+                                      "precision": "bf16-mixed" if device.startswith("cuda") else "fp32"}})
     shards = TokenShards(sorted(tokens.glob("train-*.parquet")), cfg.data.speakers, kw["n_q"], kw["dep_q"], frames)
     t = time.perf_counter()
     trainer = Trainer(cfg, tmp / "train", shards)

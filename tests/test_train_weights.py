@@ -181,7 +181,7 @@ def test_resumed_run_continues_with_identical_losses_and_weights(tmp_path):
     from tests.synthetic_tokens import write_token_dataset
 
     tokens = write_token_dataset(tmp_path / "tokens", 12, seed=2, frames=(60, 200))
-    raw = {"data": {"eval_split": None, "max_frames": 64},
+    raw = {"data": {"eval_split": None, "max_frames": 64, "min_frames": 16},
            "train": {"steps": 4, "batch_size": 4, "checkpoint_every": 2, "log_every": 1, "threads": 1}}
     train(config_from_dict(raw), tokens, tmp_path / "full")
     cut = tmp_path / "cut"
