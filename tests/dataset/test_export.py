@@ -19,7 +19,7 @@ from kame_data.dataset.export import (
 from kame_data.dataset.shards import ShardWriter
 from kame_data.records import ORACLE_REFERENCE_FIELDS, OracleEvent
 from tests.conftest import CLI
-from tests.test_publish import make_row
+from tests.dataset.test_publish import make_row
 
 WORD_FIELDS = ["speaker", "word", "start", "end"]
 

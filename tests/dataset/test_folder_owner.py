@@ -34,7 +34,7 @@ from kame_data.dataset.validate import DatasetInvalid, validate_dataset
 from kame_data.recipe import MAX_ALIAS_NODES, RecipeError, load_recipe, read_yaml_mapping
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer
-from tests.test_review import tiny_dataset
+from tests.review.test_review import tiny_dataset
 
 # Holds OUT's lock in a child process, says so on stdout, then waits to be killed.
 HOLDER = ("import sys, time; from kame_data.dataset.owner import FolderLock; "

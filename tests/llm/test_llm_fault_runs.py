@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer, Trickle, refusal
-from tests.test_runner import _questions, _words, make_recipe, own_cache, run_cli
+from tests.runner.test_runner import _questions, _words, make_recipe, own_cache, run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from kame_data.review.html import build_page
 from kame_data.runner.config import RunConfig
 from tests.conftest import CLI
 from tests.loopback_server import LoopbackServer
-from tests.test_review import page_data, tiny_dataset
+from tests.review.test_review import page_data, tiny_dataset
 
 # The worked example with a 1.1 s pause after "two": the ladder reads the pause as the end of B's run.
 PAUSED = [("B", "what", 0.0, 0.3), ("B", "is", 0.3, 0.5), ("B", "two", 0.5, 0.7), ("B", "plus", 1.8, 2.0),

@@ -9,7 +9,7 @@ from kame_data.cli.main import app
 from typer.testing import CliRunner
 
 from kame_data.oracle.metrics import clean_text
-from tests.test_review import tiny_dataset
+from tests.review.test_review import tiny_dataset
 
 WIDE = {"COLUMNS": "260"}  # wide enough that no short prefix of a prediction wraps
 

@@ -32,6 +32,7 @@ from kame_data.records import (
 )
 from kame_data.runner.checkpoint import CheckpointStore, config_key
 from kame_data.speech.config import SpeakConfig
+from tests.conftest import FIXTURES
 from tests.loopback_server import LoopbackServer
 
 
@@ -170,7 +171,7 @@ ITEMS = 36  # three checkpointed steps (script, speak, oracle) per item: > 100 c
 def espeak_recipe(tmp: Path, base_url: str, name: str = "ckpt", **changes) -> Path:
     """GSM8K items with espeak voices (fast) and the oracle on the loopback OpenAI server."""
     raw = {"name": name, "seed": 5, "batch_size": 4,
-           "sources": [{"kind": "gsm8k", "path": str(Path(__file__).parent / "data" / "sources" / "gsm8k_test_200.jsonl")}],
+           "sources": [{"kind": "gsm8k", "path": str(FIXTURES / "gsm8k_test_200.jsonl")}],
            "speak": {"assistant": {"engine": "espeak", "voice": "en-us"},
                      "user": {"engine": "espeak", "voice": "en-us+f3"}, "workers": 2},
            "oracle": {"backend": {"kind": "openai", "model": "loopback", "base_url": base_url, "timeout": 30}},

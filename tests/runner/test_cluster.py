@@ -8,19 +8,18 @@ import json
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import CLI
+from tests.conftest import CLI, FIXTURES
 from tests.loopback_server import LoopbackServer
-from tests.test_runner import row_hashes
+from tests.runner.test_runner import row_hashes
 
 pytestmark = pytest.mark.slow
 
 ITEMS = 6
-GSM8K = Path(__file__).resolve().parent / "data" / "sources" / "gsm8k_test_200.jsonl"
+GSM8K = FIXTURES / "gsm8k_test_200.jsonl"
 
 
 def step_actors_on(node) -> list[str]:

@@ -34,8 +34,8 @@ from kame_data.script.template import (
 from kame_data.sources import load_items, load_source
 from kame_data.step import RunContext
 from tests.steps import run_flat
+from tests.conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 FILES = {
     "mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"],
     "gsm8k": ["gsm8k_test_200.jsonl"],

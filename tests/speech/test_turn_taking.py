@@ -18,7 +18,7 @@ from kame_data.speech.live import answer_words, cut_turn, reply_gaps
 from kame_data.speech.mix import SpokenTurn
 from kame_data.speech.turntaking import TurnTakingConfig, backchannel_slots, barge_in
 from tests.loopback_server import LoopbackServer
-from tests.test_ladder import EXAMPLE, reference_ladder
+from tests.oracle.test_ladder import EXAMPLE, reference_ladder
 from tests.steps import run_flat
 
 

@@ -15,7 +15,7 @@ from kame_data.speech.piper_engine import add_piper_voice, piper_files
 from kame_data.speech.voice import VoiceConfig, open_engine
 from kame_data.speech.voices import BUNDLED, POOLS, cast, resolve
 from kame_data.text import to_spoken
-from tests.test_voices import _ltas
+from tests.speech.test_voices import _ltas
 
 
 def test_recipes_name_voices_and_pools():

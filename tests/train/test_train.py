@@ -6,13 +6,13 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from kame_data.train import TrainError, missing_dependencies
+from tests.conftest import ROOT
 
 MISSING = missing_dependencies()
 pytestmark = pytest.mark.skipif(
@@ -34,7 +34,6 @@ if not MISSING:
     )
     from kame_data.train.streams import OracleEvents, pack_ragged
 
-ROOT = Path(__file__).resolve().parent.parent
 TEXT_CARD, CARD, N_Q = TINY_LM_KWARGS["text_card"], TINY_LM_KWARGS["card"], TINY_LM_KWARGS["n_q"]
 
 

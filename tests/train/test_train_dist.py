@@ -5,12 +5,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from kame_data.train import missing_dependencies
+from tests.conftest import ROOT
 
 MISSING = missing_dependencies()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"kame_data.train needs {', '.join(MISSING)}")
@@ -24,7 +24,6 @@ if not MISSING:
     from kame_data.train.streams import OracleAugment
     from tests.synthetic_tokens import write_token_dataset
 
-ROOT = Path(__file__).resolve().parent.parent
 AUG = OracleAugment(0.1, 0.7, 0.5, (1, 10), (1, 15))
 ARGS = (["A"], 4, 2, 128)  # speakers, n_q, dep_q, max_frames of the tiny model
 
