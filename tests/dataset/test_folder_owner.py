@@ -1,9 +1,9 @@
-"""One owner of the output folder, and what may never leave it (issue 23): the folder's lock,
+"""One owner of the output folder, and what may never leave it: the folder's lock,
 the recipe it belongs to, exclusions that outlive a rerun, shard checksums checked before any
 export, review or push, names and splits that stay inside OUT/DEST, and YAML that cannot explode.
 
-Fast tests on the tiny synthetic dataset of test_review and on real subprocesses; the runs against
-the loopback OpenAI server are in test_folder_runs.py."""
+Fast tests on the tiny synthetic dataset of review/test_review.py and on real subprocesses; the
+runs against the loopback OpenAI server are in test_folder_runs.py."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_validate_notices_a_folder_of_two_recipes(tiny):
     with pytest.raises(DatasetInvalid, match=r"says the folder belongs to recipe 'other', manifest.json to recipe 'tiny'"):
         validate_dataset(tiny)
     (tiny / IDENTITY).unlink()
-    # what another recipe's `--until script` left in a folder before the guard: its progress.json
+    # no identity file, but the progress.json another recipe's `--until script` run leaves: still named
     (tiny / "progress.json").write_text(json.dumps({"recipe": "other", "state": "done", "stages": {}}))
     r = cli("validate", str(tiny))
     assert r.returncode == 1 and "progress.json says the folder belongs to recipe 'other'" in error_line(r)

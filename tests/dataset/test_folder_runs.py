@@ -1,4 +1,4 @@
-"""One owner of the output folder, with real runs (issue 23, acceptance 4): two runs into one
+"""One owner of the output folder, with real runs: two runs into one
 folder, a SIGKILLed run seen by `status`, reviewer exclusions across a rerun, another recipe into
 a dataset's folder.
 

@@ -1,8 +1,8 @@
-"""`kame-data run` against a misbehaving OpenAI-compatible server on loopback (issue 23,
-acceptance 3): a refusal for one dialogue leaves every other dialogue in the dataset and one final
-`llm_refused` reject that a rerun does not ask again; a server that answers `Retry-After: 3600`
-or trickles its body one byte every half second holds the run no longer than the bound its
-config sets, and the run completes with transient rejects where the server never answered.
+"""`kame-data run` against a misbehaving OpenAI-compatible server on loopback: a refusal for one
+dialogue leaves every other dialogue in the dataset and one final `llm_refused` reject that a
+rerun does not ask again; a server that answers `Retry-After: 3600` or trickles its body one byte
+every half second holds the run no longer than the bound its config sets, and the run completes
+with transient rejects where the server never answered.
 
 The speech is rendered once (the module's first run); each test's run starts from a copy of its
 checkpoints, under an oracle model name of its own, so only the oracle step is computed."""

@@ -1,4 +1,4 @@
-"""Early truth (issue 19): a level-5 oracle event, the true reply itself, while the user is still
+"""Early truth: a level-5 oracle event, the true reply itself, while the user is still
 speaking. docs/design.md's ladder gives one wherever a user pauses 1.0 s or more inside a turn; the oracle
 stage rejects such a dialogue, `validate` names its row and time, and the manifest, card and review
 page count them. A recipe that keeps long pauses must say so (`oracle.early_truth: keep`)."""

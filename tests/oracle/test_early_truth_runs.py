@@ -1,4 +1,4 @@
-"""No ground truth before the user has finished (issue 19), over whole runs through the real CLI:
+"""No ground truth before the user has finished, over whole runs through the real CLI:
 the quickstart, and 40 dialogues of the benchmark fixtures spoken by every bundled voice (the oracle
 on the loopback OpenAI server, so the run is about speech, not LLM speed). In every dialogue no
 level-5 event falls inside a user turn and the spoken ratio never falls within one user turn."""
@@ -22,7 +22,8 @@ from tests.parity import floor_reference
 
 pytestmark = pytest.mark.slow
 
-# Every voice that ships with the setup (tests/test_voices.py): neural piper and hibari, formant espeak-ng.
+# Every voice that ships with the setup (tests/speech/test_voices.py): neural piper and hibari,
+# formant espeak-ng.
 VOICES = [{"engine": "piper", "voice": "joe"}, {"engine": "hibari", "voice": "heart"},
           {"engine": "espeak", "voice": "en-us+f3"}, {"engine": "espeak", "voice": "en-gb-x-rp+m3", "rate": 150},
           {"engine": "espeak", "voice": "en-029+m1"}]
@@ -108,9 +109,9 @@ def test_forty_fixture_dialogues_in_every_voice_have_no_early_truth(fixture_run)
 
 def exported_parity_problems(out: Path, dest: Path) -> list[str]:
     """Reference parity after the pause shaping: every exported oracle_raw event is docs/design.md's
-    ladder step (tests/test_ladder.reference_ladder, which rescans every word) at its time over the
-    exported floor words (tests/parity.py; oracle_raw has no level: it is the reference's record),
-    and a level-5 prediction is the true reply itself."""
+    ladder step (tests/oracle/test_ladder.py's reference_ladder, which rescans every word) at its
+    time over the exported floor words (tests/parity.py; oracle_raw has no level: it is the
+    reference's record), and a level-5 prediction is the true reply itself."""
     r = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     oracle = json.loads((out / "manifest.json").read_text())["recipe"]["oracle"]

@@ -19,7 +19,7 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
 
 
 @pytest.mark.parametrize("text,kind", [
-    # the issue's own examples of answers about the conversation
+    # answers about the conversation instead of a reply in it
     ("You cannot predict A's next response based on what they said.", META),
     ("responds: I'm glad to help.", META),
     ("The assistant's next response would be about the price.", META),
@@ -114,7 +114,7 @@ def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_ta
     step = dataclasses.replace(ladder(words_a, 0.5, CHANNEL["A"], CHANNEL)[0], level=4)
     plain, filled = prompts.build_request(step, 40, 0.7, 0), prompts.build_request(step, 40, 0.7, 0, prefill=True)
     assert plain.reply_start == "" and filled.reply_start == starts[4] and plain.messages == filled.messages
-    # a request without a prefill keeps the cache key it had before the field existed
+    # a request without a prefill keys the cache as if the field did not exist, so cached answers stay valid
     assert plain.key("b", "m") != filled.key("b", "m")
     legacy = {"backend": "b", "model": "m", "messages": plain.messages, "max_tokens": 40, "temperature": 0.7, "seed": 0}
     blob = json.dumps(legacy, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -1,17 +1,11 @@
-"""The quickstart's rows stay what they were before the pipeline restructuring (issue 13).
+"""The quickstart's rows stay what they are recorded as (tests/data/quickstart_limit3_row_hashes.json):
+a refactoring must not move a byte of them. A change that means to move them re-records the file
+with `python -m tests.quickstart_identity OUT` and says in its commit message what moved and why.
 
-Recorded on this project's machine kind with `python -m tests.quickstart_identity OUT`. One
-intended change since the record of the old code: speech engines run numpy's BLAS on one thread,
-so Whisper's word timings no longer depend on OMP_NUM_THREADS (the old code gave these very
-hashes under Ray or with OMP_NUM_THREADS=1, and others without). A second (issue 19): pauses
-inside a turn are cut under the oracle's run rule, so audio and timings moved; the texts, voices
-and words said did not (the text hashes are unchanged). Float kernels differ between
-CPU families (AVX-512 and AMX paths in onnxruntime, CTranslate2, llama.cpp), so whole-row hashes
-are compared on the recorded CPU kind; the scripts, voices and words said are compared everywhere.
-
-Re-recorded for issue 15 (spoken scripts): the GSM8K row's assistant turn now says each step's
-result ("The notebooks cost twelve dollars. With the pen she spends fourteen dollars.") instead of
-reading the sums and repeating the answer; the MMLU-Pro and HSSBench rows are unchanged.
+Float kernels differ between CPU families (AVX-512 and AMX paths in onnxruntime, CTranslate2,
+llama.cpp), so whole-row hashes are compared on the recorded CPU kind; the scripts, voices and
+words said are compared everywhere. Speech engines run numpy's BLAS on one thread, so Whisper's
+word timings, and with them the rows, do not depend on OMP_NUM_THREADS or the executor.
 """
 
 from __future__ import annotations

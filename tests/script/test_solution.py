@@ -1,6 +1,7 @@
 """A worked GSM8K step said as its result: real steps from tests/data/sources/gsm8k_test_200.jsonl
 (annotations stripped, as the source loader does), including quantities with a qualifier
-('5 cars that exited', '50 pieces of straw for hamsters') that once left the sum read aloud."""
+('5 cars that exited', '50 pieces of straw for hamsters'), which must still be said as a result,
+not as the sum read aloud."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 23, acceptance 1: rows of every source kind drawn from hypothesis strategies (option lists
+"""Rows of every source kind drawn from hypothesis strategies (option lists
 of 0-40 entries, wrong types everywhere, deep nesting, signed fractions with units, huge strings,
 NUL and control characters, non-Latin text) through the real `kame-data run --until script`: the
 run ends with exit 0, and every row written is a dialogue or a reject with a reason code.
@@ -252,7 +252,7 @@ def test_hostile_rows_of_every_kind_through_the_sources_stage(hostile, tmp_path)
 
 @pytest.mark.slow
 def test_hostile_rows_of_every_kind_run_to_the_script_stage(hostile, tmp_path):
-    """Issue 23, acceptance 1: exit 0, and every row a dialogue (OUT/scripts.jsonl, by item id) or
+    """Exit 0, and every row a dialogue (OUT/scripts.jsonl, by item id) or
     a reject with a reason: the rows written equal the sources rejects plus the items the script
     stage saw (each has dialogues or script rejects)."""
     recipe, written = hostile

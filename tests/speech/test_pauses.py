@@ -1,4 +1,5 @@
-"""Pauses inside a turn stay under the oracle's run rule (issue 19).
+"""Pauses inside a turn stay under the oracle's run rule (no 1.0 s gap inside a
+user turn, where the ladder would put the true reply before the user has finished).
 
 Unit tests of the cut on a clip of tones and silence (where every sample's origin is known), then
 real engines (slow): a three-sentence user turn from piper, hibari (timed by the Whisper aligner,
