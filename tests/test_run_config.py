@@ -71,6 +71,7 @@ def test_bad_value_names_the_section(tmp_path):
         RunConfig.resolve(load_recipe(path))
 
 
+@pytest.mark.slow
 def test_manifest_stores_the_resolved_recipe(quickstart_out):
     manifest = json.loads((quickstart_out / "manifest.json").read_text("utf-8"))
     config = RunConfig.resolve(load_recipe("quickstart"))

@@ -7,6 +7,7 @@ import json
 import re
 from importlib import metadata
 
+import pytest
 import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -59,6 +60,7 @@ def test_the_environment_is_the_lock():
     assert not wrong, f"installed versions differ from the lock (run `make setup`): {wrong}"
 
 
+@pytest.mark.slow
 def test_a_run_records_the_locked_versions(quickstart_out):
     versions = json.loads((quickstart_out / "manifest.json").read_text("utf-8"))["versions"]
     locked = {**pins(ROOT / "requirements" / "setup.lock"), **pins(ROOT / "requirements" / "no-deps.txt")}

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.quickstart_identity import cpu_fingerprint, row_hashes
 
 RECORD = ROOT / "tests" / "data" / "quickstart_limit3_row_hashes.json"
 
 
+@pytest.mark.slow
 def test_quickstart_rows_match_the_record(quickstart_out):
     record = json.loads(RECORD.read_text("utf-8"))
     now = row_hashes(quickstart_out)
