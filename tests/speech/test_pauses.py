@@ -2,8 +2,8 @@
 user turn, where the ladder would put the true reply before the user has finished).
 
 Unit tests of the cut on a clip of tones and silence (where every sample's origin is known), then
-real engines (slow): a three-sentence user turn from piper, hibari (timed by the Whisper aligner,
-the path Coqui shares), espeak-ng and Coqui, every word-end gap under 1.0 s.
+real engines: a three-sentence user turn from espeak-ng and (slow) piper, hibari (timed by the
+Whisper aligner, the path Coqui shares) and Coqui, every word-end gap under 1.0 s.
 """
 
 from __future__ import annotations
@@ -156,12 +156,14 @@ def _end_gaps(r: RenderedDialogue) -> list[float]:
     return [b - a for a, b in zip(ends, ends[1:])]
 
 
-ENGINES = [VoiceConfig("piper", "joe"), VoiceConfig("hibari", "heart"), VoiceConfig("espeak", "en-us+f3"),
-           pytest.param(VoiceConfig("coqui", COQUI_MODEL), marks=pytest.mark.skipif(
-               _coqui_missing() is not None, reason=_coqui_missing() or ""))]
+# espeak-ng renders in a fraction of a second (the fast tier); the neural engines are slow.
+ENGINES = [pytest.param(VoiceConfig("piper", "joe"), marks=pytest.mark.slow),
+           pytest.param(VoiceConfig("hibari", "heart"), marks=pytest.mark.slow),
+           VoiceConfig("espeak", "en-us+f3"),
+           pytest.param(VoiceConfig("coqui", COQUI_MODEL), marks=[pytest.mark.slow, pytest.mark.skipif(
+               _coqui_missing() is not None, reason=_coqui_missing() or "")])]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("voice", ENGINES, ids=lambda v: v.engine)
 def test_three_sentence_turn_keeps_every_word_end_gap_under_the_rule(voice):
     r = _render(voice, PauseConfig())
@@ -188,7 +190,6 @@ def _pause(r: RenderedDialogue, k: int) -> float:
     return r.words[k + 1].start - r.words[k].end
 
 
-@pytest.mark.slow
 def test_a_thinking_pause_is_kept_and_the_ladder_then_ends_the_run_there():
     """The explicit option: one long pause in the user's turn, kept (not a reject), and what the
     ladder does with it: level 5 at the pause, then, when the user goes on, the ratio falls back

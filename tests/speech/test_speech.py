@@ -28,9 +28,8 @@ def _dialogue(user: str, assistant: str, id: str = "t-1-v0") -> Dialogue:
         Turn("user", "B", user, to_spoken(user)), Turn("assistant", "A", assistant, to_spoken(assistant))])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("cfg", [VoiceConfig("piper", "joe"), VoiceConfig("espeak", "en-us+f3"),
-                                 VoiceConfig("espeak", "en-gb-x-rp+m3", rate=150)])
+@pytest.mark.parametrize("cfg", [pytest.param(VoiceConfig("piper", "joe"), marks=pytest.mark.slow),
+                                 VoiceConfig("espeak", "en-us+f3"), VoiceConfig("espeak", "en-gb-x-rp+m3", rate=150)])
 def test_engine_gives_a_span_per_word(cfg):
     text = to_spoken("Out of the 3 options, it's B: $24.50 for twenty-four apples.")
     syn = open_engine(cfg).synthesize(text)
