@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' $(LOCK))
 WHEELS := $(VENV)/wheels
 
-.PHONY: setup demo test test-fast doctor schema lock rebuild-llama clean
+.PHONY: setup demo test test-all doctor schema lock rebuild-llama clean
 
 $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	@echo "[1/4] creating $(VENV)"
@@ -59,16 +59,18 @@ demo: setup
 	@echo "card:        $(abspath $(OUT))/README.md"
 	@echo "review page: $(abspath $(OUT))/review.html"
 
+# The fast tier, for anyone changing the code: every test not marked slow (tests/README.md).
 test: setup
-	$(BIN)/python -m pytest -q
-
-test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The recipe's JSON Schema, generated from the config dataclasses (their types, limits and comments)
 # and the built-in steps: run after changing a config field; a test fails while the file is stale.
 schema: setup
 	$(BIN)/python -c "from kame_data.runner.recipe_schema import write; write('schemas/recipe.schema.json')"
+
+# Everything, the slow tier too (real engines, Ray clusters, quickstart builds): what CI runs.
+test-all: setup
+	$(BIN)/python -m pytest -q
 
 # Re-resolve the locks from pyproject.toml's ranges (plus requirements/pins.in) and strip local
 # version labels (torch 2.13.0+cpu -> 2.13.0), so the locks name releases, not one machine's files.

@@ -26,6 +26,16 @@ def _isolated_cache(tmp_path_factory):
 CLI = [sys.executable, "-m", "kame_data.cli.main"]
 
 
+def pytest_collection_modifyitems(config, items):
+    """`make test` never builds the quickstart: a test that asks for `quickstart_out` (minutes of
+    real TTS and LLM work) must be marked slow, or collection stops with its name."""
+    unmarked = [item.nodeid for item in items
+                if "quickstart_out" in getattr(item, "fixturenames", ()) and item.get_closest_marker("slow") is None]
+    if unmarked:
+        raise pytest.UsageError("these tests build the quickstart; mark them @pytest.mark.slow:\n  "
+                                + "\n  ".join(unmarked))
+
+
 @pytest.fixture(scope="session")
 def quickstart_out(tmp_path_factory) -> Path:
     """The bundled quickstart on 3 items (one per source style), run once per session through the CLI."""

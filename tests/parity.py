@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kame_data.records import Word
 from tests.quickstart_identity import rows
-from tests.test_ladder import reference_ladder
+from tests.oracle.test_ladder import reference_ladder
 
 
 def dropped_events(out: Path) -> set[tuple[str, int]]:

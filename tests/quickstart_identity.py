@@ -1,5 +1,5 @@
 """Row identity of the quickstart: content hashes of every row, and of the part of a row that no
-CPU difference can move (scripts, voices, the words said), for tests/test_quickstart_identity.py."""
+CPU difference can move (scripts, voices, the words said), for tests/project/test_quickstart_identity.py."""
 
 from __future__ import annotations
 

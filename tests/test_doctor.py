@@ -43,7 +43,7 @@ def test_broken_model_file_fails_llama_check_with_advice(tmp_path):
 
 @pytest.mark.slow
 def test_every_engine_passes_on_the_setup():
-    """Acceptance: the doctor passes on the environment `make setup` builds."""
+    """The doctor passes on the environment `make setup` builds (what `make demo` checks first)."""
     r = subprocess.run(CLI + ["doctor"], capture_output=True, text=True, timeout=900, cwd=ROOT,
                        env={**os.environ, "COLUMNS": "200"})
     assert r.returncode == 0, r.stdout + r.stderr

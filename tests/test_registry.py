@@ -56,8 +56,7 @@ def test_a_registered_step_is_in_the_plan_and_the_run_config(tmp_path):
         assert "toy" in format_plan(plan)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.slow)])  # Ray: a cluster
 def test_a_registered_step_runs_under_both_executors(tmp_path, monkeypatch, executor):
     from kame_data.runner import run_recipe
 

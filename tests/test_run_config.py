@@ -88,6 +88,7 @@ def test_a_registered_step_has_a_section_in_the_schema_and_the_recipe(tmp_path):
     assert "echo" not in recipe_schema()["properties"]
 
 
+@pytest.mark.slow
 def test_manifest_stores_the_resolved_recipe(quickstart_out):
     manifest = json.loads((quickstart_out / "manifest.json").read_text("utf-8"))
     config = RunConfig.resolve(load_recipe("quickstart"))

@@ -89,7 +89,6 @@ def test_stale_partial_checkpoints_on_a_shared_path_go_and_live_ones_stay(tmp_pa
     assert not stale.exists() and live.exists() and done.exists()
 
 
-@pytest.mark.slow
 def test_a_run_resumes_from_checkpoints_and_answers_on_a_url(tmp_path):
     """The local executor with its checkpoints and LLM cache behind a URL: the second run computes
     nothing and asks the server nothing."""

@@ -1,0 +1,178 @@
+"""Predictions that are replies: the non-reply kinds the stage retries, and the per-level prompt
+views of the hint (their size grows with the level)."""
+
+import dataclasses
+import hashlib
+import json
+
+import pytest
+
+from kame_data.llm.base import ChatBackend, ChatRequest
+from kame_data.oracle import prompts
+from kame_data.oracle.ladder import ladder
+from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, META, SHORT, classify, clean_prediction, repair_cut
+from kame_data.records import CHANNEL, Word
+from tests.steps import run_flat
+
+CONTEXT = ("B: Quick question. The list price of a book is four dollars and ninety five cents. "
+           "It sells at a net price of two dollars and ninety five cents. What is the trade discount?")
+
+
+@pytest.mark.parametrize("text,kind", [
+    # answers about the conversation instead of a reply in it
+    ("You cannot predict A's next response based on what they said.", META),
+    ("responds: I'm glad to help.", META),
+    ("The assistant's next response would be about the price.", META),
+    ("Based on the clue words, the answer is two dollars.", META),
+    # seen on the quickstart at level 0 (SmolLM2-135M): talk about a hint, then a few-shot example's answer
+    ("You've already been given a hint. The answer is two dollars.", META),
+    ("The answer is eight apples, so that is it.", EXAMPLE),
+    # prompts v3, level 0 on quickstart questions: shorter borrowings from one example
+    ("I'll just guess. It's eight apples.", EXAMPLE),
+    ("The answer is three apples.", EXAMPLE),
+    ("Plants take in carbon dioxide from the book.", EXAMPLE),
+    # the user's question said again
+    ("The list price of a book is four dollars and ninety five cents.", ECHO),
+    ("", EMPTY),
+    ("Two dollars.", SHORT),
+    # real replies, including one that names an option the question also reads out
+    ("The trade discount is two dollars, the list price minus the net price.", ""),
+    ("It's D, two dollars.", ""),
+    ("Scientists predict the rain will stop by the evening.", ""),
+])
+def test_classify(text, kind):
+    assert classify(clean_prediction(text), CONTEXT) == kind
+
+
+def test_cut_output_is_detected_and_repaired_to_its_last_sentence():
+    text = "The discount is two dollars. You subtract the net price from the list pri"
+    assert classify(text, CONTEXT, truncated=True) == CUT
+    assert repair_cut(text) == "The discount is two dollars."
+    assert classify(repair_cut(text), CONTEXT) == ""
+    assert repair_cut("no sentence ends here at al") == ""
+    assert classify("The discount is two dollars.", CONTEXT, truncated=True) == ""  # ended cleanly at the limit
+
+
+def test_a_quoted_option_is_no_echo_when_the_hint_names_it():
+    context = "B: Which treaty ended the war? Is it A, the Treaty of Utrecht; B, the Peace of Westphalia of sixteen forty eight"
+    reply = "B, the Peace of Westphalia of sixteen forty eight."
+    assert classify(reply, context) == ECHO  # at level 0 this is the question read back
+    assert classify(reply, context, shown="The answer is B, the Peace of Westphalia of sixteen forty eight.") == ""
+
+
+def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
+    assert clean_prediction("Assistant: It's B, the Nile.\nUser: thanks") == "It's B, the Nile."
+    assert clean_prediction("A: **Sixty** rolls.\n\nInput:\nmore") == "Sixty rolls."
+    assert len(clean_prediction(" ".join(["word"] * 50)).split()) == 30
+    assert clean_prediction("Assistant says: Sixty rolls.") == "Sixty rolls."
+    # an option letter or the article that starts a reply is not a speaker label
+    assert clean_prediction("B, the Nile. It runs north.") == "B, the Nile. It runs north."
+    assert clean_prediction("A baker makes sixty rolls.") == "A baker makes sixty rolls."
+    assert clean_prediction("B the Inca Empire") == "B the Inca Empire"
+    # said the way the true reply is said: number words, no symbols
+    assert clean_prediction("So the total cost is 12 + 4 = 16 dollars. The answer is 16.") == (
+        "So the total cost is twelve plus four equals sixteen dollars. The answer is sixteen.")
+    assert clean_prediction("It is 50% off, so $3.") == "It is fifty percent off, so three dollars."
+
+
+HINT = "It's B, the Peace of Westphalia. It ended the Thirty Years War in sixteen forty eight."
+
+
+def test_each_level_shows_more_of_the_hint():
+    shown = [prompts.clue(HINT, level) for level in range(5)]
+    assert shown[0] == "" and shown[4] == HINT
+    words = [set(s.replace(",", "").split()) for s in shown[1:4]]
+    assert words[0] < words[1] < words[2]  # levels 1-3: growing sets of the hint's content words
+    assert "the" not in words[2] and "Westphalia" in words[0] | words[1]
+    assert len(words[0]) <= prompts.MAX_KEYWORDS[1]
+
+
+def test_requests_share_their_leading_messages_and_extend_one_another():
+    words = [Word("B", w, i * 0.3, i * 0.3 + 0.25) for i, w in enumerate("which treaty ended the thirty years war".split())]
+    words += [Word("A", w, 3 + i * 0.3, 3.25 + i * 0.3) for i, w in enumerate(HINT.split())]
+    steps = [s for s in ladder(words, 0.5, CHANNEL["A"], CHANNEL) if s.level < 5]
+    reqs = [prompts.build_request(s, 40, 0.7, 0) for s in steps]
+    assert len({r.messages[:-1] for r in reqs}) == 1  # system text and few-shot examples: evaluated once
+    for a, b in zip(reqs, reqs[1:]):
+        ctx_a, ctx_b = a.messages[-1][1].split("\n\n")[0], b.messages[-1][1].split("\n\n")[0]
+        assert ctx_b.startswith(ctx_a)  # each prompt extends the one before: the KV cache is reused
+    assert "User: which treaty" in reqs[0].messages[-1][1]
+    assert all(HINT not in r.messages[-1][1] for r, s in zip(reqs, steps) if s.level < 4)
+
+
+def test_levels_three_and_four_start_the_answer_on_the_hint_where_the_backend_takes_a_prefill():
+    words = HINT.split()
+    starts = [prompts.reply_start(HINT, level) for level in range(5)]
+    assert starts[:3] == ["", "", ""]
+    assert HINT.startswith(starts[3]) and HINT.startswith(starts[4]) and len(starts[3]) < len(starts[4]) < len(HINT)
+    assert len(starts[4].split()) == -(-len(words) // 2)  # the first half of the hint's words, rounded up
+    assert prompts.reply_start("D two", 4) == "D" and prompts.reply_start("Yes", 4) == ""  # never the whole hint
+    long = " ".join(f"w{i}" for i in range(80))  # a long worked answer: the model still says most of it
+    assert len(prompts.reply_start(long, 4).split()) == len(prompts.reply_start(long, 3).split()) == 12
+    words_a = [Word("B", w, i * 0.3, i * 0.3 + 0.25) for i, w in enumerate("which treaty ended the war".split())]
+    words_a += [Word("A", w, 3 + i * 0.3, 3.25 + i * 0.3) for i, w in enumerate(words)]
+    step = dataclasses.replace(ladder(words_a, 0.5, CHANNEL["A"], CHANNEL)[0], level=4)
+    plain, filled = prompts.build_request(step, 40, 0.7, 0), prompts.build_request(step, 40, 0.7, 0, prefill=True)
+    assert plain.reply_start == "" and filled.reply_start == starts[4] and plain.messages == filled.messages
+    # a request without a prefill keys the cache as if the field did not exist, so cached answers stay valid
+    assert plain.key("b", "m") != filled.key("b", "m")
+    legacy = {"backend": "b", "model": "m", "messages": plain.messages, "max_tokens": 40, "temperature": 0.7, "seed": 0}
+    blob = json.dumps(legacy, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert plain.key("b", "m") == hashlib.sha256(blob.encode()).hexdigest()
+    assert ChatRequest(messages=plain.messages).reply_start == ""
+
+
+class Scripted(ChatBackend):
+    """A backend whose first answer to each step talks about the conversation, and whose retry
+    answers properly, except for one step that only ever echoes the user."""
+
+    name, model = "scripted", "s"
+
+    def __init__(self, echo_context: str):
+        self.echo_context, self.seeds = echo_context, []
+
+    def complete(self, requests, on_answer=None):
+        from kame_data.llm.base import ChatResult
+
+        out = []
+        for r in requests:
+            self.seeds.append(r.seed)
+            context = r.messages[-1][1].split("\n\n")[0]
+            if context == self.echo_context:
+                text = context.split(": ", 1)[1]  # the user's words read back
+            elif r.seed == 0:
+                text = "You cannot predict A's next response."
+            else:
+                text = "I think the answer is the red planet, Mars."
+            out.append(ChatResult(text, 10, len(text.split())))
+        return out
+
+
+def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
+    from kame_data.oracle.config import OracleConfig
+    from kame_data.oracle.stage import OracleStage
+    from kame_data.records import Reject, Sample
+    from tests.synthetic import synthetic_dialogue
+
+    r = synthetic_dialogue(2, user_words=20)
+    steps = ladder(r.words, 0.5, CHANNEL["A"], CHANNEL)
+    echo = next(s for s in steps if s.level < 5 and s.total_word_count > 8)
+    backend = Scripted(prompts.user_message(echo.conversation_context, 0, "", "A").split("\n\n")[0])
+    stage = OracleStage(OracleConfig(retries=2), backend=backend)
+    out = run_flat(stage, [r])
+    sample = next(o for o in out if isinstance(o, Sample))
+    rejects = [o for o in out if isinstance(o, Reject)]
+    assert [x.reason for x in rejects] == ["empty_prediction"]
+    assert rejects[0].id == f"{r.id}@{echo.timestamp_ms}" and "level" in rejects[0].detail
+    kept = [s for s in steps if s.timestamp_ms != echo.timestamp_ms]
+    fields = ("timestamp_ms", "conversation_context", "total_word_count", "trigger_word", "recent_words",
+              "current_spoken_ratio", "channel", "level")
+    # every field but the prediction is the reference ladder's (docs/design.md), the hint included
+    assert [tuple(getattr(e, f) for f in fields) + (e.hint,) for e in sample.oracle] == \
+           [tuple(getattr(s, f) for f in fields) + (s.hint,) for s in kept]
+    assert all(e.prediction == "I think the answer is the red planet, Mars." for e in sample.oracle if e.level < 5)
+    counts = stage.summary()["predictions"]
+    simulated = sum(1 for s in steps if s.level < 5)
+    assert counts["meta"] == simulated - 1 and counts["echo"] == 3 and counts["dropped_echo"] == 1
+    assert counts["ok"] == simulated - 1
+    assert sorted(set(backend.seeds)) == [0, 1, 2]
