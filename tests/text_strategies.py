@@ -4,7 +4,7 @@ option lists of 0 to 40 entries.
 
 Each generator is written once against `Chooser` (pick one of, a number in a range, a run of
 characters) and driven two ways: by hypothesis (`texts`, `source_items`: the fixed-seed property
-tests in tests/test_text_totality.py, which shrink a failure to a small example) and by
+tests in tests/text/test_text_totality.py, which shrink a failure to a small example) and by
 `random.Random` (`RandomChooser`: benchmarks/fuzz_text.py, a million inputs, where hypothesis'
 per-example cost would be too high). The atoms are small on purpose: the crashes the issue reports
 come from notations that meet ('-3/4 km/h', '$-1/2', '5 1/2°C'), so a text is a short run of atoms

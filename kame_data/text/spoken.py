@@ -6,7 +6,7 @@ num2words), in a fixed order of passes: each pass handles one kind of notation a
 words for the next. Whatever symbol survives every pass is dropped, so the result is spoken
 text (`unspoken`, kame_data/text/tokens.py): letters, single spaces and the pauses , . ; : ? !
 with apostrophes inside words; never a digit, `$`, `\\`, `<<` or `####`. Every text has a
-spoken form (possibly empty): no input makes a pass raise (tests/test_text_totality.py,
+spoken form (possibly empty): no input makes a pass raise (tests/text/test_text_totality.py,
 benchmarks/fuzz_text.py).
 """
 

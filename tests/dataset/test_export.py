@@ -182,10 +182,10 @@ def test_moshi_finetune_layout(quickstart_out, tmp_path):
 def test_kame_finetune_generator_input_gives_our_ladder(quickstart_out, tmp_path):
     """A kame_finetune user who runs its generator (tools/generate_oracle_from_text.py) with the
     arguments of oracle_generation.json gets oracle_raw/ back: an independent implementation of the
-    reference rules (tests/test_ladder.py), run over text_floor/ in file order as that generator
+    reference rules (tests/oracle/test_ladder.py), run over text_floor/ in file order as that generator
     reads it, gives every event and field of oracle_raw/ but the prediction, less the events the
     export lists as dropped. Over text/ (which keeps the listener backchannels) it would not."""
-    from tests.test_ladder import reference_ladder
+    from tests.oracle.test_ladder import reference_ladder
 
     dest = tmp_path / "kame"
     r = subprocess.run(CLI + ["export", "kame-finetune", str(quickstart_out), str(dest)], capture_output=True,

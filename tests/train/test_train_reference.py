@@ -299,7 +299,7 @@ def _paper_precision_run(tmp_path, precision):
     import torch
 
     from kame_data.train.loop import Trainer
-    from tests.test_train import synthetic_windows
+    from tests.train.test_train import synthetic_windows
 
     paper = load_train_config("train_kame")
     loss_keys = ("text_loss_weight", "audio_loss_weight", "text_pad_weight", "text_pad_norm", "semantic_weight",

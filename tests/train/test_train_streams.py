@@ -1,5 +1,5 @@
 """The trainer's streams (numpy only): text placement, oracle events and the per-frame oracle stream.
-Worked examples of the reference's rules are in tests/test_train_reference.py."""
+Worked examples of the reference's rules are in tests/train/test_train_reference.py."""
 
 import numpy as np
 import pytest

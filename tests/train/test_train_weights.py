@@ -204,7 +204,7 @@ def test_resumed_run_continues_with_identical_losses_and_weights(tmp_path):
 
 def test_gradient_checkpointing_gives_the_same_losses_and_recomputes(tmp_path):
     from kame_data.train.loop import Trainer
-    from tests.test_train import synthetic_windows, tiny_cfg
+    from tests.train.test_train import synthetic_windows, tiny_cfg
 
     windows, _ = synthetic_windows(8, seed=4, T=48)
     runs = {}
@@ -230,7 +230,7 @@ def test_fsdp_with_gradient_checkpointing_trains_like_one_plain_process_and_expo
     """Two gloo ranks with FSDP and gradient checkpointing take one plain process's steps, and rank 0
     writes the same interchange files (the full state gathered from the shards)."""
     from tests.synthetic_tokens import write_token_dataset
-    from tests.test_train_dist import recipe, train_cli
+    from tests.train.test_train_dist import recipe, train_cli
 
     tokens = write_token_dataset(tmp_path / "tokens", 16, seed=3, frames=(60, 300))
     one = train_cli(recipe(tmp_path), tokens, tmp_path / "one", 1)
