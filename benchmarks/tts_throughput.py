@@ -72,10 +72,10 @@ def stage_run(spoken: list[str], workers: int) -> tuple[float, float]:
     t = time.perf_counter()
     stage.setup()
     if workers == 1:
-        stage.process(dialogues[:1])  # the same warm-up as raw piper
+        stage.run(dialogues[:1])  # the same warm-up as raw piper
     opened = time.perf_counter() - t
     t = time.perf_counter()
-    out = stage.process(dialogues)
+    out = [r for group in stage.run(dialogues) for r in group]
     seconds = time.perf_counter() - t
     stage.teardown()
     bad = [r for r in out if not hasattr(r, "audio")]

@@ -14,6 +14,7 @@ from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken
 from kame_data.step import RunContext
 from tests.audio_checks import assert_speech_only_at_words
+from tests.steps import run_flat
 
 
 @pytest.fixture(scope="module")
@@ -148,12 +149,14 @@ def test_workers_give_the_same_output_in_input_order():
              _dialogue("Name a red planet.", "Mars is the red planet.", "w-2-v0"),
              Dialogue("w-3-v0", "w-3", "test", "misc", 0, [Turn("user", "B", "\x1b[2J", "\x1b[2J")]),
              _dialogue("Which gas do plants take in?", "Carbon dioxide, mostly.", "w-4-v0")]
-    one = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 1}), RunContext(seed=5)).process(batch)
-    pool = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": 2}), RunContext(seed=5))
-    try:
-        two = pool.process(batch)
-    finally:
-        pool.teardown()
+    outputs = []
+    for workers in (1, 2):
+        stage = SpeakStage(SpeakConfig(**{**cfg.__dict__, "workers": workers}), RunContext(seed=5))
+        try:
+            outputs.append(run_flat(stage, batch))
+        finally:
+            stage.teardown()
+    one, two = outputs
     assert [r.id for r in two] == [d.id for d in batch]
     assert isinstance(two[2], Reject) and two[2].reason == "control_characters"
     for a, b in zip(one, two):
