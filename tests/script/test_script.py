@@ -64,6 +64,7 @@ def _mc(**kw):
     return SourceItem(**base)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cfg", [
     ScriptConfig(variants=2),
     ScriptConfig(mmlu_options="all", followup_rate=1.0),
@@ -361,6 +362,7 @@ def _run(recipe: Path, hashseed: str) -> bytes:
     return r.stdout
 
 
+@pytest.mark.slow
 def test_same_seed_same_output_byte_for_byte(tmp_path, fixtures_dir):
     recipe = _mix(tmp_path, fixtures_dir, 11)
     a, b = _run(recipe, "1"), _run(recipe, "987")  # different hash salts: no set/dict-order luck

@@ -38,6 +38,7 @@ def quality() -> QualityStage:
     return stage
 
 
+@pytest.mark.slow
 def test_every_turn_gets_dnsmos_and_vad_figures(rendered, quality):
     out = quality.run([rendered])[0][0]
     assert isinstance(out, RenderedDialogue) and len(out.turn_quality) == 2
@@ -49,6 +50,7 @@ def test_every_turn_gets_dnsmos_and_vad_figures(rendered, quality):
     assert QualityStage(QualityConfig(), RunContext(seed=3)).run([rendered]) == [[rendered]]  # off: passes through
 
 
+@pytest.mark.slow
 def test_planted_silent_turn_and_clipped_turn_are_rejected(rendered, quality):
     sr = rendered.sample_rate
     silent = rendered.audio.copy()

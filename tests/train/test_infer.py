@@ -13,7 +13,8 @@ from kame_data.train import missing_dependencies
 from tests.conftest import CLI
 
 MISSING = missing_dependencies()
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"kame_data.train needs {', '.join(MISSING)}")
+pytestmark = [pytest.mark.slow,  # trains a tiny model, then runs it frame by frame
+              pytest.mark.skipif(bool(MISSING), reason=f"kame_data.train needs {', '.join(MISSING)}")]
 
 ROW = "synthetic-0-v0"
 LEAD = 1  # the tiny model's text delay is 0: frame f's oracle token is read at step f + 1
