@@ -11,6 +11,7 @@ from kame_data.recipe import Recipe, SourceSpec
 from kame_data.records import Reject, SourceItem
 from kame_data.sources.config import FilterConfig
 from kame_data.sources.filters import dedup_key
+from kame_data.sources.read import load_source
 from kame_data.sources.sampling import assign_variants, select
 from kame_data.step import Resources, RunContext, Step
 
@@ -37,8 +38,6 @@ class SourcesStep(Step[SourceSpec, SourceItem | Reject]):
         return Resources(checkpoint=False)  # reading is cheap and the files may change
 
     def run(self, batch: list[SourceSpec]) -> list[list[SourceItem | Reject]]:
-        from kame_data.sources import load_source
-
         groups: list[list[SourceItem | Reject]] = []
         seen_ids: set[str] = set()
         seen_text: dict[str, str] = {}

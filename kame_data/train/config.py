@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 from kame_data.train.streams import (
     TEXT_PAD_ID,
     OracleAugment,

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as torch_dist
 from torch import nn
 
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 
 
 @dataclass(frozen=True)

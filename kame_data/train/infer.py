@@ -33,7 +33,7 @@ import torch
 
 from kame_data.atomic import write_bytes, write_json, write_text
 from kame_data.llm.config import BackendConfig
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 from kame_data.train.model import compile_context
 from kame_data.train.streams import TEXT_PAD_ID, build_events, frame_of_ms, oracle_frames
 from kame_data.train.tokenize import Codec, TextTokenizer, read_audio

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import torch
 
 from kame_data.atomic import atomic_path, write_text
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 from kame_data.train.config import TrainConfig
 from kame_data.train import dist as dist_mod
 from kame_data.train.data import Window

@@ -23,7 +23,7 @@ from moshi.models import loaders
 from moshi.models.lm import LMModel, LMOutput
 from torch import nn
 
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 
 log = logging.getLogger(__name__)
 

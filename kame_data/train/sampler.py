@@ -19,7 +19,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 from kame_data.train.data import Batch, Window, collate, windows_from_rows
 from kame_data.train.streams import OracleAugment
 

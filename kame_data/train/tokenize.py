@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 from kame_data.atomic import atomic_path, write_bytes
 from kame_data.audio import decode, resample
 from kame_data.dataset.folder import DatasetDir, DatasetError
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 from kame_data.train.config import TokenizeConfig, TrainConfig
 from kame_data.train.streams import (
     END_OF_PAD_ID,

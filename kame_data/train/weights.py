@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from kame_data.atomic import atomic_path, write_bytes, write_json
-from kame_data.train import TrainError
+from kame_data.train.errors import TrainError
 
 log = logging.getLogger(__name__)
 

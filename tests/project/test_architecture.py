@@ -35,17 +35,6 @@ def test_test_fakes_are_not_shipped():
     assert not shipped & {"loopback_server.py", "synthetic.py"}
 
 
-# Circles through a package's __init__, which the acyclic_siblings contract cannot see (a package
-# is not a sibling of its own modules). Both are lazy imports; each entry goes when its circle does.
-KNOWN_CYCLES = {
-    frozenset({"kame_data.sources", "kame_data.sources.step"}),  # load_items <-> SourcesStep
-    # train() imports train.run; its modules import TrainError and require()
-    frozenset({"kame_data.train", "kame_data.train.config", "kame_data.train.data", "kame_data.train.dist",
-               "kame_data.train.loop", "kame_data.train.model", "kame_data.train.optim", "kame_data.train.run",
-               "kame_data.train.sampler", "kame_data.train.tokenize", "kame_data.train.weights"}),  # train() imports train.run; its modules import require()
-}
-
-
 def test_no_import_cycle_inside_any_package():
     """No module reaches itself through imports: every import counts, lazy (inside a function) and
     TYPE_CHECKING ones too, as in the import-linter contracts; a circle hidden in a function still
@@ -58,7 +47,4 @@ def test_no_import_cycle_inside_any_package():
     cycles = {frozenset({m} | (graph.find_upstream_modules(m) & graph.find_downstream_modules(m)))
               for m in graph.modules}
     cycles = {c for c in cycles if len(c) > 1}
-    assert not cycles - KNOWN_CYCLES, "modules that import each other: " + "; ".join(
-        " <-> ".join(sorted(c)) for c in cycles - KNOWN_CYCLES)
-    assert not KNOWN_CYCLES - cycles, "gone, remove from KNOWN_CYCLES: " + "; ".join(
-        " <-> ".join(sorted(c)) for c in KNOWN_CYCLES - cycles)
+    assert not cycles, "modules that import each other: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)

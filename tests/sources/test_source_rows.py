@@ -156,7 +156,7 @@ def test_odd_json_lines_are_bad_rows_counted_by_max_bad_rows(tmp_path):
 def test_a_bug_on_one_row_is_a_transient_reject_and_reading_goes_on(tmp_path, fixtures_dir, monkeypatch, caplog):
     """A filter (the normaliser behind it) that fails on one question: that item's `internal_error`
     reject with the scrubbed message, its traceback in the log, every other row read."""
-    import kame_data.sources as sources
+    import kame_data.sources.read as sources
     import kame_data.sources.step as step
 
     real_check, real_key = sources.check, step.dedup_key

@@ -338,7 +338,7 @@ def test_cli_names_the_install_command_when_torch_is_missing(monkeypatch, tmp_pa
     from kame_data.cli.main import app
     from typer.testing import CliRunner
 
-    import kame_data.train as kt
+    import kame_data.train.errors as kt
 
     monkeypatch.setattr(kt, "missing_dependencies", lambda: ["torch", "moshi"])
     r = CliRunner().invoke(app, ["train", "train_tiny", "--dataset", str(tmp_path)])
