@@ -15,6 +15,14 @@ from kame_data.train.streams import OracleEvents, pack_ragged
 from kame_data.train.tokenize import META_FILE, ROWS_PER_GROUP, ROWS_PER_SHARD, token_schema
 
 
+def events_from_rows(rows) -> OracleEvents:
+    """Hand-written oracle events for worked examples. rows: (frame, ratio, forbid, pred tokens, hint tokens)."""
+    pv, po = pack_ragged([r[3] for r in rows])
+    hv, ho = pack_ragged([r[4] for r in rows])
+    return OracleEvents(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.float32),
+                        np.array([r[2] for r in rows], np.int8), pv, po, hv, ho)
+
+
 def _events(rng: np.random.Generator, T: int, n: int, vocab: int) -> OracleEvents:
     frames = np.sort(rng.integers(0, T, n)).astype(np.int32)
     preds = [rng.integers(4, vocab, rng.integers(4, 20)).tolist() for _ in range(n)]

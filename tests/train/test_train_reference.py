@@ -12,8 +12,9 @@ import pytest
 from kame_data.train import missing_dependencies
 from kame_data.train.config import config_from_dict, load_train_config
 from kame_data.train.data import windows_from_rows
-from kame_data.train.streams import OracleAugment, OracleEvents, build_events, oracle_frames, pack_ragged
+from kame_data.train.streams import OracleAugment, build_events, oracle_frames
 from kame_data.train.transcript import text_stream, text_stream_by_chars
+from tests.synthetic_tokens import events_from_rows
 
 MISSING = missing_dependencies()
 needs_torch = pytest.mark.skipif(bool(MISSING), reason=f"kame_data.train needs {', '.join(MISSING)}")
@@ -143,19 +144,11 @@ def test_skip_forbid_marks_the_end_of_each_run_of_a_channel():
     assert ref.frame_pos.tolist() == [28] and exact.frame_pos.tolist() == [29]
 
 
-def _events(rows):
-    """rows: (frame, ratio, forbid, pred tokens, hint tokens)."""
-    pv, po = pack_ragged([r[3] for r in rows])
-    hv, ho = pack_ragged([r[4] for r in rows])
-    return OracleEvents(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.float32),
-                        np.array([r[2] for r in rows], np.int8), pv, po, hv, ho)
-
-
 def test_shift_augmentation_moves_every_training_stream_by_default():
     cfg = config_from_dict({})
     o = cfg.oracle
     aug = OracleAugment(shift_prob=o.shift_prob, right_shift=tuple(o.right_shift), left_shift=tuple(o.left_shift))
-    ev = _events([(20, 1.0, 1, [11], [21, 22])])  # one event: start token at 20, hint at 21-22
+    ev = events_from_rows([(20, 1.0, 1, [11], [21, 22])])  # one event: start token at 20, hint at 21-22
     seen = set()
     for seed in range(200):
         s = oracle_frames(ev, 60, START, rng=np.random.default_rng(seed), aug=aug)
@@ -167,13 +160,13 @@ def test_shift_augmentation_moves_every_training_stream_by_default():
     # A hand example, [P, START, 11, 12, P, P] moved by 3: right pads the front and drops the tail,
     # left drops the front and pads the tail.
     by3 = OracleAugment(shift_prob=1.0, right_shift=(3, 3), left_shift=(3, 3))
-    outs = {tuple(oracle_frames(_events([(1, 0.2, 0, [11, 12], [])]), 6, START, rng=np.random.default_rng(k),
+    outs = {tuple(oracle_frames(events_from_rows([(1, 0.2, 0, [11, 12], [])]), 6, START, rng=np.random.default_rng(k),
                                 aug=by3).tolist()) for k in range(20)}
     assert outs == {(P, P, P, P, START, 11), (12, P, P, P, P, P)}
 
 
 def test_hint_only_examples_and_their_curriculum():
-    ev = _events([(2, 0.5, 0, [11, 12], [21]), (6, 1.0, 0, [13], [22, 23]), (10, 0.2, 0, [14], [])])
+    ev = events_from_rows([(2, 0.5, 0, [11, 12], [21]), (6, 1.0, 0, [13], [22, 23]), (10, 0.2, 0, [14], [])])
     # Normal: hint when ratio >= 1.0 and a hint exists, else the prediction.
     assert oracle_frames(ev, 14, START).tolist() == [P, P, START, 11, 12, P, START, 22, 23, P, START, 14, P, P]
     # Hint-only: every event shows its hint; an event without one is left out.
@@ -190,12 +183,12 @@ def test_hint_only_examples_and_their_curriculum():
 
 
 def test_time_jitter_moves_events_later_only():
-    ev = _events([(5, 1.0, 1, [11], [21])])
+    ev = events_from_rows([(5, 1.0, 1, [11], [21])])
     aug = OracleAugment(jitter=4)
     at = {int(np.nonzero(oracle_frames(ev, 20, START, rng=np.random.default_rng(k), aug=aug) == START)[0][0])
           for k in range(100)}
     assert at == {5, 6, 7, 8, 9}  # U{0..4} frames later
-    late = _events([(18, 1.0, 1, [11], [21])])  # pushed past the window's end: left out
+    late = events_from_rows([(18, 1.0, 1, [11], [21])])  # pushed past the window's end: left out
     outs = [oracle_frames(late, 20, START, rng=np.random.default_rng(k), aug=aug) for k in range(50)]
     assert any((o == P).all() for o in outs) and all((o == START).sum() <= 1 for o in outs)
 

@@ -14,10 +14,10 @@ from kame_data.train.streams import (
     frame_of_seconds,
     num_frames,
     oracle_frames,
-    pack_ragged,
     shift_stream,
 )
 from kame_data.train.transcript import text_stream
+from tests.synthetic_tokens import events_from_rows
 
 START = 200  # text_card of the tiny model: the oracle start token
 
@@ -77,26 +77,18 @@ def test_events_of_one_channel_with_frames_tokens_and_skip_forbid():
     assert ev3.skip_forbid.tolist() == [0, 1]
 
 
-def _events(rows):
-    """rows: (frame, ratio, forbid, pred tokens, hint tokens)."""
-    pv, po = pack_ragged([r[3] for r in rows])
-    hv, ho = pack_ragged([r[4] for r in rows])
-    return OracleEvents(np.array([r[0] for r in rows], np.int32), np.array([r[1] for r in rows], np.float32),
-                        np.array([r[2] for r in rows], np.int8), pv, po, hv, ho)
-
-
 def test_oracle_frames_start_token_then_hint_or_prediction():
-    ev = _events([(2, 0.6, 0, [11, 12, 13], [21, 22]), (8, 1.0, 1, [14], [23, 24, 25]), (13, 1.0, 0, [15, 16], [])])
+    ev = events_from_rows([(2, 0.6, 0, [11, 12, 13], [21, 22]), (8, 1.0, 1, [14], [23, 24, 25]), (13, 1.0, 0, [15, 16], [])])
     o = oracle_frames(ev, 15, START)
     assert o.tolist() == [3, 3, START, 11, 12, 13, 3, 3, START, 23, 24, 25, 3, START, 15]
     # A later event overwrites the frames it writes; the earlier one's tail past them stays (as in the reference).
-    o2 = oracle_frames(_events([(1, 0.0, 0, [11, 12, 13, 14], []), (3, 0.0, 0, [15], [])]), 6, START)
+    o2 = oracle_frames(events_from_rows([(1, 0.0, 0, [11, 12, 13, 14], []), (3, 0.0, 0, [15], [])]), 6, START)
     assert o2.tolist() == [3, START, 11, START, 15, 14]
 
 
 def test_skipping_keeps_protected_events_and_follows_the_drawn_probability():
     rows = [(4 * i, 0.5, 1 if i % 5 == 4 else 0, [11], []) for i in range(50)]
-    ev = _events(rows)
+    ev = events_from_rows(rows)
     aug = OracleAugment(skip_min=0.1, skip_max=0.7)
     skipped = []
     for seed in range(40):
@@ -120,7 +112,7 @@ def test_shift_moves_the_whole_stream_and_pads():
 
 
 def test_events_round_trip_through_columns_and_subset():
-    ev = _events([(2, 0.6, 0, [11, 12], [21]), (8, 1.0, 1, [], [23, 24]), (13, 0.2, 0, [15], [])])
+    ev = events_from_rows([(2, 0.6, 0, [11, 12], [21]), (8, 1.0, 1, [], [23, 24]), (13, 0.2, 0, [15], [])])
     cols = ev.columns("A_oracle")
     assert sorted(cols) == sorted(f"A_oracle_{n}" for n in ("event_frame_pos", "event_ratio", "event_skip_forbid",
                                                              "pred_values", "pred_offsets", "hint_values", "hint_offsets"))
