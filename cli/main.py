@@ -13,6 +13,8 @@ from kame_data.cli.common import console_logging as _console_logging
 from kame_data.cli.common import fail as _fail
 from kame_data.scrub import scrub
 
+STOPPED_EXIT = 3  # `run` stopped before the end (a service down, an engine crash) and published what it finished
+
 app = typer.Typer(
     name="kame-data",
     help=(
@@ -106,7 +108,7 @@ def run(
         refuse_if_busy(out_dir)  # at once, before the runner's modules load
     except DatasetError as e:
         _fail(str(e), 1)
-    from kame_data.runner import RunError, run_recipe
+    from kame_data.runner import RunError, RunStopped, run_recipe
     from kame_data.runner.config import RunConfig
 
     try:
@@ -126,11 +128,14 @@ def run(
             _fail(f"--ray-runtime-env {e}")
     _console_logging()
     t0 = time.perf_counter()
+    stopped = None
     try:
         result = run_recipe(config, out_dir, limit=limit, progress=_tqdm_factory(quiet), use_cache=not no_cache,
                             executor=executor, ray_address=ray_address, resume=not no_resume, until=until,
                             checkpoints=checkpoints, llm_cache=llm_cache, ray_runtime_env=runtime_env,
                             ray_actors=ray_actors, force=force)
+    except RunStopped as e:  # a service down, an engine crash: what was finished is published all the same
+        result, stopped = e.result, e
     except (RunError, SourceError, RecipeError, StorageError, DatasetError) as e:
         _fail(str(e), 1)
     except Exception as e:  # noqa: BLE001 - a bug or an unforeseen failure: one line here, the traceback in run.log
@@ -139,6 +144,7 @@ def run(
     if until:
         typer.secho(f"stopped after {until}: {m['records']} records in {m['path']}", fg=typer.colors.GREEN)
         typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({len(result.rejects)})")
+        _stopped_exit(stopped)
         return
     typer.echo("")
     typer.secho(f"dataset: {out_dir.resolve()}", fg=typer.colors.GREEN, bold=True)
@@ -148,6 +154,18 @@ def run(
     typer.echo(f"  card:    {(out_dir / 'README.md').resolve()}")
     typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({sum(m['rejects'].values())})")
     typer.echo(f"  load:    datasets.load_dataset('parquet', data_dir='{(out_dir / 'data').resolve()}')")
+    if m.get("stopped") and stopped is None:  # the budget: the run did what it was allowed to
+        typer.secho(f"stopped: {m['stopped']}; rerun the same command (with a higher oracle.budget_usd) to "
+                    "continue", fg=typer.colors.YELLOW)
+    _stopped_exit(stopped)
+
+
+def _stopped_exit(stopped: Exception | None) -> None:
+    """A run that stopped before the end (not for its budget) published what it finished, says why
+    and how to resume in one line, and exits 3, so a script can tell it from a finished run."""
+    if stopped is not None:
+        typer.secho(f"stopped: {scrub(stopped)}", fg=typer.colors.YELLOW, err=True)
+        raise typer.Exit(STOPPED_EXIT)
 
 
 @app.command()
@@ -170,7 +188,7 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
     checkpoints), of those retried (their earlier result was transient), and transient results;
     then the rejects, final and transient (a rerun of the same command retries the transient ones).
     A run that says it is running but no longer holds OUT's lock is shown [crashed or killed]."""
-    from kame_data.runner.progress import describe_llm
+    from kame_data.runner.progress import describe_llm, describe_waiting
     from kame_data.runner.status import DEAD, read_status
 
     try:
@@ -190,6 +208,8 @@ def status(out: Path = typer.Argument(..., help="An output folder of `kame-data 
                    f"{s.get('checkpoints', 0):>6} checkpoints")
     if st.get("llm"):
         typer.echo(f"  llm: {describe_llm(st['llm'], running=st['state'] == 'running')}")
+        for line in describe_waiting(st["llm"], running=st["state"] == "running"):
+            typer.echo(f"    {line}")
     transient = st.get("transient", 0)
     typer.echo(f"  samples: {st['samples']}  rejects: {st['rejects'] - transient} final, {transient} transient"
                + (" (rerun the same command to retry them)" if transient else ""))

@@ -6,7 +6,8 @@ offline. Faults (HTTP 500, 429 with Retry-After, hangs, garbage or empty bodies,
 one byte at a time) are drawn from a seeded generator; `override` scripts a reply for chosen
 requests (a 429 on first sight, a failure for chosen dialogues, an error body that echoes the key,
 `refusal(...)`: a 400 with a reason, `Trickle()`: the usual answer sent one byte every half
-second, which no per-read timeout ever cuts); `reply=` scripts the text of
+second, which no per-read timeout ever cuts, `RESET`: the connection reset (TCP RST) with no
+answer); `reply=` scripts the text of
 replies: a function of the request's messages and how many times that same conversation was asked
 before (a retry), e.g. to play a model that drops the answer the first time and keeps it the
 second. It keeps what it saw: arrival times, and every answer it sent with the tokens it billed.
@@ -18,6 +19,8 @@ import hashlib
 import json
 import random
 import re
+import socket
+import struct
 import sys
 import threading
 import time
@@ -44,6 +47,9 @@ class Trickle:
     `interval` seconds, until the client hangs up (or the server stops)."""
 
     interval: float = 0.5
+
+
+RESET = "reset"  # an override's answer: the connection is reset (RST) before any byte of an answer
 
 
 def refusal(reason: str, status: int = 400, code: str = "content_filter") -> tuple[int, dict, dict]:
@@ -107,6 +113,18 @@ class _Handler(BaseHTTPRequestHandler):
         if sent == len(body):
             owner._answered(raw, prompt_tokens, completion_tokens)
 
+    def _reset(self) -> None:
+        """Close the connection with a TCP RST (SO_LINGER 0): the client reads a reset, no answer."""
+        self.close_connection = True
+        self._was_reset = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+
+    def finish(self) -> None:
+        if getattr(self, "_was_reset", False):
+            return  # nothing to flush on a socket that was reset
+        super().finish()
+
     def _answer(self, raw: bytes) -> tuple[bytes, int, int]:
         """The usual reply to a chat request, and the tokens it bills."""
         owner = self.server.owner
@@ -138,6 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
             scripted = owner.override(json.loads(raw), seen, dict(self.headers))
             if isinstance(scripted, Trickle):
                 self._trickle(raw, scripted.interval)
+                return
+            if scripted == RESET:
+                self._reset()
                 return
             if scripted is not None:
                 code, payload, headers = scripted

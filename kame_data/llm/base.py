@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Callable, ClassVar
 
 
@@ -18,11 +18,16 @@ class ChatRequest:
     # The first words of the answer, written for the model (a prefilled reply it continues); only
     # sent to backends with `prefill = True`, and part of the answer they return.
     reply_start: str = ""
+    # The item (dialogue, script) the request is for: not part of the request's identity (equal
+    # requests of two items are one request), only how a remote backend tells one item's failures
+    # from the service's (llm/health.py).
+    item: str = field(default="", compare=False)
 
     def key(self, backend: str, model: str) -> str:
         """Cache key: everything that determines the answer (an empty reply_start is left out, so
-        keys of requests without one stay what they were)."""
+        keys of requests without one stay what they were; the item is never in it)."""
         payload = {"backend": backend, "model": model, **asdict(self)}
+        del payload["item"]
         if not self.reply_start:
             del payload["reply_start"]
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -46,6 +51,7 @@ class ChatResult:
     # content filter, a prompt over the context), which asking again cannot change.
     error: str = ""
     refusal: str = ""  # the service's reason for a refusal, scrubbed of secrets
+    detail: str = ""  # for a failure: the server's words and why the request gave up, scrubbed
 
     @property
     def refused(self) -> bool:

@@ -44,7 +44,14 @@ class BackendConfig:
     max_retry_after: AtLeastZero = operational(60.0)
     rpm: Positive | None = operational(None)  # openai: requests per minute at most
     tpm: Positive | None = operational(None)  # openai: tokens per minute at most
-    max_consecutive_failures: AtLeastOne = operational(50)  # openai: requests failed in a row, none answered, that stop the run
+    # openai: the most one item's requests together spend failing (attempts, backoff, Retry-After waits), in
+    # seconds, before the item gives up and becomes a transient reject; 180 s rides out a server restart or a burst
+    # of 429s, and the item's answered calls are cached, so giving up later would only hold a slot longer.
+    item_deadline: Positive = operational(180.0)
+    # openai: seconds with no request answered, while requests of several items fail, that stop the run (what is
+    # done is published); 300 s outlasts a restart of a self-hosted server (loading the model included).
+    outage_after: Positive = operational(300.0)
+    max_consecutive_failures: AtLeastOne = operational(50)  # openai: requests refused (HTTP 400/413/422) with none answered that stop the run
     prompt_price_per_million: AtLeastZero = operational(0.0)  # US dollars per million prompt tokens (the budget's cost)
     completion_price_per_million: AtLeastZero = operational(0.0)  # US dollars per million completion tokens
 
@@ -98,7 +105,8 @@ def _open_openai(cfg: BackendConfig, meter: Account | None) -> ChatBackend:
                          concurrency=cfg.concurrency, timeout=cfg.timeout, max_retries=cfg.max_retries,
                          backoff_base=cfg.backoff_base, rpm=cfg.rpm, tpm=cfg.tpm,
                          max_consecutive_failures=cfg.max_consecutive_failures, meter=meter,
-                         max_retry_after=cfg.max_retry_after)
+                         max_retry_after=cfg.max_retry_after, item_deadline=cfg.item_deadline,
+                         outage_after=cfg.outage_after)
 
 
 def _open_vllm(cfg: BackendConfig, meter: Account | None) -> ChatBackend:

@@ -1,7 +1,8 @@
 """Any OpenAI-compatible chat service (OpenAI, `vllm serve`, llama.cpp server, …) through the
-openai SDK's async client: bounded concurrency, a total deadline per attempt, retries with jittered
-backoff that honour Retry-After up to `max_retry_after`, client-side rate limits, and an abort after
-a streak of failures.
+openai SDK's async client: bounded concurrency, a total deadline per attempt and per item
+(`item_deadline`), retries with jittered backoff that honour Retry-After up to `max_retry_after`,
+one backend-wide pause for a real rate limit, client-side rate limits, and an abort when the
+service, not an item, is down (llm/health.py draws that line).
 
 What a server's error means for the run (README.md, "Simulator LLM"):
 - 401, 403, 404 or an unknown model: no request can succeed; the run aborts (BackendConfigError).
@@ -11,7 +12,9 @@ What a server's error means for the run (README.md, "Simulator LLM"):
   `max_consecutive_failures` requests, a whole batch among them, without answering a single one is
   it taken for a configuration problem (a parameter it rejects) and the run aborts.
 - anything else (429, 5xx, a timeout, a dropped connection, a garbled body): retried; after the
-  last retry the request fails (ChatResult.error says why) and its item is a transient reject.
+  last retry, or once its item's requests have failed for `item_deadline`, the request fails
+  (ChatResult.error says why, `detail` with the server's words) and its item is a transient reject.
+  Requests of several items failing with none answered for `outage_after` stop the run.
 
 Every request reserves its worst-case cost on the run's meter before it is sent (waiting while
 requests in flight may still free enough) and settles on the answer; a request the budget refuses
@@ -23,49 +26,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 import threading
 import time
 
-from kame_data.errors import RunAbort
 from kame_data.llm import activity
 from kame_data.llm.accounting import OK, STOP, Account, BudgetExceeded, prompt_token_bound
 from kame_data.llm.base import REFUSED, AnswerHook, Capabilities, ChatBackend, ChatRequest, ChatResult
-from kame_data.llm.limits import (
-    BackendUnavailable,
-    RateLimiter,
-    backoff_delay,
-    parse_retry_after,
-)
-from kame_data.scrub import register_secret, scrub
+from kame_data.llm.health import ServiceHealth, Trouble, outage_items_for
+from kame_data.llm.limits import RateLimiter, backoff_delay
+from kame_data.llm.service_errors import REFUSAL, BackendConfigError, attempt_failure, secs
+from kame_data.scrub import register_secret
 
 log = logging.getLogger(__name__)
 
 BUDGET = "budget"  # the error of a request the budget refused (never sent)
 _RESERVE_POLL = 0.02  # seconds between tries to reserve while other requests are in flight
 LONG_WAIT_S = 10.0  # a wait before a retry at least this long is announced with a warning line
-REFUSAL_STATUS = frozenset({400, 413, 422})  # the service refused this request, not every request
-CONFIG_STATUS = frozenset({401, 403, 404})  # no request can succeed: bad key, no access, wrong model or URL
-_MODEL_MISSING = re.compile(r"(?i)model_not_found|unknown model|\bmodel\b.{0,80}?\b(?:does not exist|not found)")
-_REASON_CHARS = 300
-
-
-
-
-class BackendConfigError(RunAbort):
-    """The service refused the request for a reason retrying cannot fix (bad key, unknown model)."""
-
-
-def _reason(e: Exception) -> str:
-    """The server's own message for an error, scrubbed of secrets, on one line, cut short."""
-    body = getattr(e, "body", None)
-    message = body.get("message") if isinstance(body, dict) else None
-    text = " ".join(scrub(message if isinstance(message, str) and message else getattr(e, "message", e)).split())
-    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
-
-
-def _secs(x: float) -> str:
-    return f"{x:.0f} s" if x >= 10 else f"{x:.1f} s"
 
 
 class OpenAIBackend(ChatBackend):
@@ -75,11 +51,15 @@ class OpenAIBackend(ChatBackend):
     def __init__(self, model: str, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 32, timeout: float = 30.0, max_retries: int = 6, backoff_base: float = 0.5,
                  backoff_max: float = 30.0, rpm: float | None = None, tpm: float | None = None,
-                 max_consecutive_failures: int = 50, meter: Account | None = None, max_retry_after: float = 60.0):
+                 max_consecutive_failures: int = 50, meter: Account | None = None, max_retry_after: float = 60.0,
+                 item_deadline: float = 180.0, outage_after: float = 300.0):
         """`timeout`: the most one attempt may take, connecting and reading the whole answer;
         `max_retry_after`: the longest a server's Retry-After is obeyed (a longer one waits this
-        long, counted); `meter`: this stage's account on the run's meter (prices, budget); a free,
-        unbounded one by default."""
+        long, counted); `item_deadline`: the most one item's requests together spend failing
+        (attempts and waits) before it gives up; `outage_after`: seconds without an answer, while
+        several items' requests fail, that stop the run; `max_consecutive_failures`: refusals
+        without a single answer that make a configuration error; `meter`: this stage's account
+        on the run's meter (prices, budget); a free, unbounded one by default."""
         try:
             import openai  # noqa: F401
         except ImportError as e:
@@ -98,6 +78,9 @@ class OpenAIBackend(ChatBackend):
         self.rpm, self.tpm = rpm, tpm
         self.max_consecutive_failures = max_consecutive_failures
         self.max_retry_after = max_retry_after
+        self.item_deadline, self.outage_after = item_deadline, outage_after
+        self.health = ServiceHealth(item_deadline, outage_after, outage_items_for(concurrency),
+                                    base_url or "the OpenAI API")
         self.meter = meter or Account()
         # For the manifest (touched on the event loop's thread only):
         self.failures = 0  # failed attempts in total
@@ -106,8 +89,13 @@ class OpenAIBackend(ChatBackend):
         self._last_refusal = ""
         self.retry_wait_s = 0.0  # seconds waited before retries, summed over requests
         self.retry_after_capped = 0  # Retry-After values over max_retry_after (each waited max_retry_after)
-        self._streak = 0
+        self.gave_up: dict[str, int] = {}  # items whose requests gave up, by their last failure
         self._announced_until = 0.0  # the end (monotonic) of the longest wait a warning has announced
+        self._probe: asyncio.Event | None = None  # set while the first request after a pause is out
+        self._pause_announced = False
+        self._pause_reason = ""
+        self._paused_at_announce = 0.0
+        self._calls = 0  # calls of `complete`: requests without an item are one item per call
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None  # started on first use, on its own thread
 
@@ -157,7 +145,12 @@ class OpenAIBackend(ChatBackend):
             loop.call_soon_threadsafe(loop.stop)
 
     async def _complete_all(self, requests: list[ChatRequest], on_answer: AnswerHook | None) -> list[ChatResult]:
-        tasks = [asyncio.ensure_future(self._one(i, r, on_answer)) for i, r in enumerate(requests)]
+        self._calls += 1
+        items = [r.item or f"call-{self._calls}" for r in requests]
+        for item in set(items):
+            self.health.open(item)
+        tasks = [asyncio.ensure_future(self._one(i, r, item, on_answer))
+                 for i, (r, item) in enumerate(zip(requests, items))]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -165,6 +158,13 @@ class OpenAIBackend(ChatBackend):
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        finally:
+            for item in set(items):
+                trouble = self.health.close(item)
+                if trouble is not None:
+                    if trouble.gave_up:
+                        self.gave_up[trouble.error] = self.gave_up.get(trouble.error, 0) + 1
+                    activity.report(activity.ItemSettled(item))
 
     async def _reserve(self, nano: int) -> bool:
         """Hold `nano` on the meter; False when the budget is spent."""
@@ -176,8 +176,8 @@ class OpenAIBackend(ChatBackend):
                 return False
             await asyncio.sleep(_RESERVE_POLL)  # requests in flight may settle below their reservation
 
-    async def _one(self, index: int, req: ChatRequest, on_answer: AnswerHook | None) -> ChatResult:
-        result = await self._attempts(self._client, self._limiter, self._gate, req)
+    async def _one(self, index: int, req: ChatRequest, item: str, on_answer: AnswerHook | None) -> ChatResult:
+        result = await self._attempts(self._client, self._limiter, self._gate, req, item)
         if on_answer is not None and result.error != BUDGET:
             try:
                 on_answer(index, result)
@@ -185,81 +185,155 @@ class OpenAIBackend(ChatBackend):
                 log.exception("storing an answer failed")
         return result
 
-    async def _attempts(self, client, limiter: RateLimiter, gate: asyncio.Semaphore, req: ChatRequest) -> ChatResult:
-        import openai
-
+    async def _attempts(self, client, limiter: RateLimiter, gate: asyncio.Semaphore, req: ChatRequest,
+                        item: str) -> ChatResult:
+        """Attempts until an answer, a refusal, the last retry, or the item's deadline
+        (llm/health.py says whose fault a failure is); a 429 during a backend-wide pause is the
+        backend's and costs the request no retry."""
+        health = self.health
         estimate = sum(len(c) for _, c in req.messages) // 4 + req.max_tokens
         worst = self.meter.worst_case(prompt_token_bound(req.messages), req.max_tokens)
-        last_error = ""
-        for attempt in range(self.max_retries + 1):
-            retry_after = None
+        attempt = 0
+        while True:
+            retry_after, said, started = None, "", 0.0
             async with gate:
-                if not await self._reserve(worst):
-                    return ChatResult(text="", error=BUDGET)
-                settled = False
+                probe = await self._admit()
                 try:
-                    await limiter.acquire(estimate)
-                    # The deadline covers the whole attempt (connect, send, the whole body): the
-                    # client's own timeout applies per read, which a trickling server never trips.
-                    resp = await asyncio.wait_for(client.chat.completions.create(
-                        model=self.model, messages=req.as_openai_messages(), max_tokens=req.max_tokens,
-                        temperature=req.temperature, seed=req.seed), self.timeout)
-                    text = resp.choices[0].message.content or ""
-                    usage = resp.usage
-                    pt = int(getattr(usage, "prompt_tokens", 0) or 0)
-                    ct = int(getattr(usage, "completion_tokens", 0) or 0)
-                    self.meter.settle(worst, pt, ct, reported=usage is not None)
-                    settled = True
-                    self._streak = 0
-                    self.answered += 1
-                    return ChatResult(text=text, prompt_tokens=pt, completion_tokens=ct)
-                except openai.APIStatusError as e:
-                    if e.status_code in CONFIG_STATUS or _MODEL_MISSING.search(f"{e.code or ''} {_reason(e)}"):
-                        raise BackendConfigError(f"{type(e).__name__} (HTTP {e.status_code}) from "
-                                                 f"{self.base_url or 'the OpenAI API'}: {_reason(e)}") from None
-                    if e.status_code in REFUSAL_STATUS:
-                        return self._refusal(e)
-                    retry_after = parse_retry_after(e.response.headers.get("retry-after"))
-                    last_error = "rate_limited" if e.status_code == 429 else f"http_{e.status_code}"
-                except (openai.APITimeoutError, asyncio.TimeoutError):
-                    last_error = "timeout"
-                except openai.APIConnectionError:
-                    last_error = "connection_error"
-                except (ValueError, KeyError, TypeError, AttributeError, IndexError, openai.APIError):
-                    last_error = "bad_response"  # garbage or truncated body
+                    health.check()  # checked once in the window: the item or the service may be done for meanwhile
+                    if (given := health.given_up(item)) is not None:
+                        return self._failed_result(given)
+                    left = health.left(item)
+                    if left <= 0:
+                        return self._failed_result(health.give_up(item, self._past_deadline()))
+                    if not await self._reserve(worst):
+                        return ChatResult(text="", error=BUDGET)
+                    settled = False
+                    try:
+                        await limiter.acquire(estimate)
+                        started = time.monotonic()
+                        # The deadline covers the whole attempt (connect, send, the whole body): the
+                        # client's own timeout applies per read, which a trickling server never trips.
+                        resp = await asyncio.wait_for(client.chat.completions.create(
+                            model=self.model, messages=req.as_openai_messages(), max_tokens=req.max_tokens,
+                            temperature=req.temperature, seed=req.seed), min(self.timeout, left))
+                        text = resp.choices[0].message.content or ""
+                        usage = resp.usage
+                        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+                        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+                        self.meter.settle(worst, pt, ct, reported=usage is not None)
+                        settled = True
+                        self.answered += 1
+                        self._service_answered(item)
+                        return ChatResult(text=text, prompt_tokens=pt, completion_tokens=ct)
+                    except Exception as e:  # noqa: BLE001 - attempt_failure re-raises what is not the service's
+                        failure = attempt_failure(e, self.base_url or "the OpenAI API", min(self.timeout, left))
+                        if failure.kind == REFUSAL:
+                            self._service_answered(item)
+                            return self._refusal(failure.said)
+                        kind, said, retry_after = failure.kind, failure.said, failure.retry_after
+                    finally:
+                        if not settled:
+                            self.meter.release(worst)  # no answer, nothing billed (also when cancelled)
                 finally:
-                    if not settled:
-                        self.meter.release(worst)  # no answer, nothing billed (also when cancelled)
+                    if probe:
+                        self._probe_done()
             self.failures += 1
-            self._streak += 1
-            if self._streak >= self.max_consecutive_failures:
-                raise BackendUnavailable(f"{self._streak} consecutive failed requests to "
-                                         f"{self.base_url or 'the OpenAI API'} (last: {last_error}); aborting")
-            if attempt < self.max_retries:
-                await self._wait(attempt, last_error, retry_after)
-        log.warning("request failed after %d attempts (%s)", self.max_retries + 1, last_error)
-        return ChatResult(text="", error=last_error)
+            paused = health.failed(item, kind, said, started or time.monotonic(), retry_after, self.max_retry_after)
+            if paused:
+                self._announce_pause(health, retry_after)
+                continue  # the backend waits out the pause; the request does not count it as a retry
+            if probe and health.pausing:
+                self._resume(f"the first request after the pause failed otherwise ({kind})")
+            attempt += 1
+            if attempt > self.max_retries:
+                log.warning("request failed after %d attempts (%s)", attempt, kind)
+                return self._failed_result(health.give_up(item, f"{attempt} attempts failed"))
+            obeyed = None if retry_after is None else min(retry_after, self.max_retry_after)
+            delay = backoff_delay(attempt - 1, self.backoff_base, self.backoff_max, obeyed)
+            left = health.left(item)
+            if retry_after is not None and retry_after > left:
+                return self._failed_result(health.give_up(
+                    item, f"the server asked to wait {secs(retry_after)}, past the {secs(max(0.0, left))} left "
+                          f"of item_deadline ({secs(self.item_deadline)})"))
+            if delay >= left:
+                return self._failed_result(health.give_up(item, self._past_deadline()))
+            await self._wait(attempt - 1, kind, retry_after, delay, item, said)
 
-    def _refusal(self, e) -> ChatResult:
+    def _past_deadline(self) -> str:
+        return f"its requests failed for item_deadline ({secs(self.item_deadline)})"
+
+    def _failed_result(self, trouble: Trouble) -> ChatResult:
+        return ChatResult(text="", error=trouble.error or "failed", detail=trouble.gave_up)
+
+    def _service_answered(self, item: str) -> None:
+        was_waiting = self.health.trouble(item) is not None
+        if self.health.answered(item):
+            self._resume("answered again")
+        if was_waiting:
+            activity.report(activity.ItemSettled(item))
+
+    async def _admit(self) -> bool:
+        """Wait out a backend-wide pause; True when this request is the probe that goes first
+        after it (the others wait for its answer)."""
+        health = self.health
+        while True:
+            wait = health.pause_left()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            if not health.pausing:
+                return False
+            if self._probe is None:
+                self._probe = asyncio.Event()
+                return True
+            await self._probe.wait()
+
+    def _probe_done(self) -> None:
+        probe, self._probe = self._probe, None
+        if probe is not None:
+            probe.set()
+
+    def _announce_pause(self, health: ServiceHealth, retry_after: float | None) -> None:
+        """One warning line when a pause begins (a probe that meets the limit again extends it quietly)."""
+        until = time.time() + health.pause_left()
+        if self._pause_announced:
+            activity.report(activity.Paused(until, self._pause_reason))
+            return
+        self._pause_announced = True
+        asked = secs(retry_after or 0.0)
+        self._pause_reason = f"rate limited (HTTP 429, Retry-After {asked})"
+        log.warning("LLM server %s is rate limiting (HTTP 429 with Retry-After %s for requests of several "
+                    "dialogues): pausing every request to it for %s, then one goes first and the rest follow "
+                    "once it is answered", self.base_url or "the OpenAI API", asked, secs(health.pause_left()))
+        activity.report(activity.Paused(until, self._pause_reason))
+
+    def _resume(self, why: str) -> None:
+        self.health.end_pause()
+        if self._pause_announced:
+            self._pause_announced = False
+            log.warning("LLM server %s: sending resumed after %s of pause (%s)", self.base_url or "the OpenAI API",
+                        secs(self.health.paused_total() - self._paused_at_announce), why)
+            self._paused_at_announce = self.health.paused_total()
+            activity.report(activity.Paused(0.0, ""))
+
+    def _refusal(self, said: str) -> ChatResult:
         """The service refused this request: final for its item (unless it refuses every one:
         `complete` judges that when the batch is done)."""
-        self._streak = 0  # the service is up and answering
         self.refused += 1
-        self._last_refusal = reason = f"HTTP {e.status_code}: {_reason(e)}"
-        log.info("the LLM service refused a request (%s)", reason)
-        return ChatResult(text="", error=REFUSED, refusal=reason)
+        self._last_refusal = said
+        log.info("the LLM service refused a request (%s)", said)
+        return ChatResult(text="", error=REFUSED, refusal=said)
 
-    async def _wait(self, attempt: int, error: str, retry_after: float | None) -> None:
-        """Sleep before the next attempt: jittered backoff, or the server's Retry-After up to
-        `max_retry_after`; counted, reported to the run's progress, and announced when long."""
+    async def _wait(self, attempt: int, error: str, retry_after: float | None, delay: float, item: str,
+                    said: str) -> None:
+        """Sleep `delay` before the next attempt (jittered backoff, or the server's Retry-After up
+        to `max_retry_after`); counted, reported to the run's progress, and announced when long."""
         capped = retry_after is not None and retry_after > self.max_retry_after
-        obeyed = None if retry_after is None else min(retry_after, self.max_retry_after)
-        delay = backoff_delay(attempt, self.backoff_base, self.backoff_max, obeyed)
         self.retry_wait_s += delay
         self.retry_after_capped += capped
         if capped or delay >= LONG_WAIT_S:
             self._announce(attempt, error, delay, retry_after, capped)
-        activity.report(activity.Retry(error, delay, retry_after, capped))
+        activity.report(activity.Retry(error, delay, retry_after, capped, item=item, detail=said))
         await asyncio.sleep(delay)
 
     def _announce(self, attempt: int, error: str, delay: float, asked: float | None, capped: bool) -> None:
@@ -272,14 +346,20 @@ class OpenAIBackend(ChatBackend):
         where = self.base_url or "the OpenAI API"
         if capped:
             log.warning("LLM server %s asked to wait %s (Retry-After); waiting %s (max_retry_after), %s",
-                        where, _secs(asked), _secs(delay), then)
+                        where, secs(asked), secs(delay), then)
         elif asked is not None:
-            log.warning("LLM server %s asked to wait %s (Retry-After); waiting %s, %s", where, _secs(asked),
-                        _secs(delay), then)
+            log.warning("LLM server %s asked to wait %s (Retry-After); waiting %s, %s", where, secs(asked),
+                        secs(delay), then)
         else:
-            log.warning("LLM request to %s failed (%s); waiting %s, %s", where, error, _secs(delay), then)
+            log.warning("LLM request to %s failed (%s); waiting %s, %s", where, error, secs(delay), then)
 
     def summary(self) -> dict:
         """For the manifest's `llm` section: failed attempts, refusals and the waits before retries."""
-        return {**self.meter.summary(), "failed_attempts": self.failures, "refused": self.refused,
-                "retry_wait_s": round(self.retry_wait_s, 3), "retry_after_capped": self.retry_after_capped}
+        out = {**self.meter.summary(), "failed_attempts": self.failures, "refused": self.refused,
+               "retry_wait_s": round(self.retry_wait_s, 3), "retry_after_capped": self.retry_after_capped}
+        if self.gave_up:
+            out["items_gave_up"] = dict(sorted(self.gave_up.items()))
+        if self.health.pauses:
+            out["rate_limit_pauses"] = self.health.pauses
+            out["rate_limit_paused_s"] = round(self.health.paused_total(), 3)
+        return out

@@ -164,10 +164,12 @@ def reply_start(hint: str, level: int) -> str:
     return " ".join(words[:n])
 
 
-def build_request(step: LadderStep, max_tokens: int, temperature: float, seed: int, prefill: bool = False) -> ChatRequest:
+def build_request(step: LadderStep, max_tokens: int, temperature: float, seed: int, prefill: bool = False,
+                  item: str = "") -> ChatRequest:
     """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer).
-    `prefill`: the backend writes `reply_start` as the start of the answer (an embedded model)."""
+    `prefill`: the backend writes `reply_start` as the start of the answer (an embedded model);
+    `item`: the dialogue it is for (not part of the request's identity)."""
     question = user_message(step.conversation_context, step.level, step.true_reply, step.next_speaker)
     return ChatRequest(messages=_SHARED + (("user", question),), max_tokens=max_tokens,
                        temperature=temperature, seed=seed,
-                       reply_start=reply_start(step.true_reply, step.level) if prefill else "")
+                       reply_start=reply_start(step.true_reply, step.level) if prefill else "", item=item)

@@ -78,11 +78,11 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                           only_new_words=self.cfg.trigger == "new_words") for r in batch]
         early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
         ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
-        predictions = self._predict(ladders)
+        predictions = self._predict(ladders, [r.id for r in batch])
         return [[reject] if reject else self._assemble(rendered, steps, mine)
                 for rendered, steps, mine, reject in zip(batch, ladders, predictions, early)]
 
-    def _predict(self, ladders: list[list[LadderStep]]) -> list[list[tuple[str, str]]]:
+    def _predict(self, ladders: list[list[LadderStep]], ids: list[str]) -> list[list[tuple[str, str]]]:
         """(prediction, error) per step of each dialogue. Level 5 is the true reply unless `level5: call`.
 
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
@@ -90,7 +90,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         up to `retries` times; a prediction stays '' when every attempt failed. A step the service
         failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
         nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
-        hole a rerun might fill."""
+        hole a rerun might fill. Requests carry their dialogue's id, so a remote backend tells one
+        dialogue's failures from the service's (llm/health.py)."""
         b = self.cfg.backend
         direct = self.cfg.level5 == "hint"
         prefill = self.backend.capabilities.prefill
@@ -101,7 +102,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
             live = [d for d, p in enumerate(pending) if p]
             if not live:
                 break
-            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt, prefill=prefill)
+            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt, prefill=prefill,
+                                     item=ids[d])
                        for i in pending[d]]
                       for d in live]
             answers = self.backend.complete_chains(chains)
@@ -110,7 +112,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                 still = []
                 for i, res in zip(pending[d], results):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
-                    error = f"{REFUSED}: {res.refusal}" if res.refused else res.error
+                    # A failure's detail names its kind first ("timeout (…); its requests failed for …").
+                    error = f"{REFUSED}: {res.refusal}" if res.refused else (res.detail or res.error)
                     out[d][i] = (text, "") if not kind else ("", error)
                     if kind:
                         still.append(i)
@@ -179,7 +182,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
             # The service failed (not the model): reject the dialogue whole, so a rerun redoes it
             # (its successful answers are cached) instead of publishing a ladder with holes.
             return [Reject(self.name, rendered.id, "llm_failed",
-                           f"{len(failed)} of {len(steps)} steps failed after retries (last: {failed[-1]})",
+                           f"{scrub(failed[-1])} ({len(failed)} of {len(steps)} steps without an answer)",
                            transient=True)]
         out: list[Sample | Reject] = []
         events = []

@@ -14,6 +14,7 @@ from kame_data.llm import activity
 from kame_data.runner.executor import StepCounts
 
 _LLM_SAVE_EVERY = 0.5  # seconds: retries in a burst are saved together, a new longer wait at once
+WAITING_SHOWN = 20  # items waiting on the LLM service that progress.json names (the latest)
 
 
 class Progress:
@@ -27,7 +28,9 @@ class Progress:
                                  for n in stage_names},
                       "samples": 0, "rejects": 0, "transient": 0}
         self._llm_saved = 0.0
-        activity.watch(self.llm_retry)
+        self._paused = False  # a backend-wide pause is on
+        self._waiting: dict[str, dict] = {}  # item -> its last failure and when its next attempt is due
+        activity.watch(self.llm_event)
 
     def add(self, stage: str, counts: StepCounts) -> None:
         """A batch finished `stage` (called from executor threads)."""
@@ -40,21 +43,39 @@ class Progress:
             st["transient"] += counts.transient
         self.save()
 
-    def llm_retry(self, retry: activity.Retry) -> None:
-        """An LLM request failed and waits before its next attempt (from the backend's thread):
-        `llm` counts retries, the seconds waited (summed over requests), Retry-After values capped,
-        the last error, and until when the longest current wait lasts (epoch seconds)."""
+    def llm_event(self, event: activity.Event) -> None:
+        """What an LLM backend reports (from its thread). `llm` counts retries, the seconds waited
+        (summed over requests), Retry-After values capped, the last error, until when the longest
+        current wait lasts (epoch seconds), the items waiting and why (`waiting`: at most
+        WAITING_SHOWN of them, `waiting_items` counts all), and a backend-wide pause."""
         now = time.time()
         with self._lock:
             llm = self.state.setdefault("llm", {"retries": 0, "retry_wait_s": 0.0, "retry_after_capped": 0,
                                                 "last_error": "", "waiting_until": 0.0})
-            llm["retries"] += 1
-            llm["retry_wait_s"] = round(llm["retry_wait_s"] + retry.wait_s, 3)
-            llm["retry_after_capped"] += retry.capped
-            llm["last_error"] = retry.error
-            longer = now + retry.wait_s > llm["waiting_until"] + 1.0
-            llm["waiting_until"] = round(max(llm["waiting_until"], now + retry.wait_s), 3)
-            due = longer or now - self._llm_saved >= _LLM_SAVE_EVERY
+            due = now - self._llm_saved >= _LLM_SAVE_EVERY
+            if isinstance(event, activity.Retry):
+                llm["retries"] += 1
+                llm["retry_wait_s"] = round(llm["retry_wait_s"] + event.wait_s, 3)
+                llm["retry_after_capped"] += event.capped
+                llm["last_error"] = event.error
+                due = due or now + event.wait_s > llm["waiting_until"] + 1.0
+                llm["waiting_until"] = round(max(llm["waiting_until"], now + event.wait_s), 3)
+                if event.item:
+                    self._waiting[event.item] = {"error": event.error, "detail": event.detail,
+                                                 "until": round(now + event.wait_s, 3)}
+            elif isinstance(event, activity.ItemSettled):
+                due = due or event.item in self._waiting
+                self._waiting.pop(event.item, None)
+            elif isinstance(event, activity.Paused):
+                due = True
+                if event.until:
+                    llm["pauses"] = llm.get("pauses", 0) + (not self._paused)
+                    llm["paused_until"], llm["pause_reason"] = round(event.until, 3), event.reason
+                else:
+                    llm["paused_until"] = 0.0
+                self._paused = bool(event.until)
+            llm["waiting_items"] = len(self._waiting)
+            llm["waiting"] = dict(list(self._waiting.items())[-WAITING_SHOWN:])
             if due:
                 self._llm_saved = now
         if due:
@@ -77,4 +98,23 @@ def describe_llm(llm: dict, running: bool = True, now: float | None = None) -> s
     left = llm.get("waiting_until", 0) - now
     if running and left > 0:
         parts.append(f"waiting {left:.0f} s more")
+    if llm.get("pauses"):
+        parts.append(f"{llm['pauses']} backend-wide pause(s)")
+    paused = llm.get("paused_until", 0) - now
+    if running and paused > 0:
+        parts.append(f"paused now, {llm.get('pause_reason') or 'rate limited'}: {paused:.0f} s more")
     return ", ".join(parts)
+
+
+def describe_waiting(llm: dict, running: bool = True, now: float | None = None) -> list[str]:
+    """One line per item waiting on the LLM service (progress.json's `llm.waiting`), for `status`."""
+    if not running or not llm.get("waiting"):
+        return []
+    now = time.time() if now is None else now
+    lines = [f"{llm.get('waiting_items', len(llm['waiting']))} item(s) waiting on the LLM service:"]
+    for item, w in llm["waiting"].items():
+        due = w.get("until", 0) - now
+        when = f"next attempt in {due:.0f} s" if due > 0 else "retrying now"
+        said = f" ({w['detail']})" if w.get("detail") else ""
+        lines.append(f"{item}: {w.get('error', '?')}{said}, {when}")
+    return lines

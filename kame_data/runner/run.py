@@ -18,9 +18,8 @@ from kame_data.dataset.exclude import REASON as REVIEW_REASON
 from kame_data.dataset.exclude import read_exclusions, review_rejects
 from kame_data.dataset.owner import FolderLock, claim_folder
 from kame_data.dataset.shards import PublishConfigError
+from kame_data.errors import RunAbort
 from kame_data.llm.accounting import BudgetExceeded
-from kame_data.llm.limits import BackendUnavailable
-from kame_data.llm.openai_backend import BackendConfigError
 from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, item_key
@@ -36,7 +35,7 @@ from kame_data.schema import validate
 from kame_data.scrub import ScrubbingFormatter, register_secret, scrub
 from kame_data.sources.step import SourcesStep
 from kame_data.step import RunContext, Step
-from kame_data.workers import FAULT_LOG_ENV, EngineCrashed
+from kame_data.workers import FAULT_LOG_ENV
 
 log = logging.getLogger("kame_data.runner")
 
@@ -45,6 +44,16 @@ EXECUTORS = ("local", "ray")
 
 class RunError(RuntimeError):
     """The run could not produce a dataset; the message says why and where to look."""
+
+
+class RunStopped(RunError):
+    """The run stopped before the end (a service down, an engine crash, too many item errors)
+    after publishing what it had finished: `result` is that dataset, the message says why and
+    how to resume."""
+
+    def __init__(self, message: str, result: "RunResult"):
+        super().__init__(message)
+        self.result = result
 
 
 class Bar(Protocol):
@@ -242,25 +251,26 @@ class _Run:
         keyed = [Keyed(item_key(it), it) for it in items]
         outputs: list[Any] = []  # until-mode records, or write-step summaries
         stop = ""
+        aborted = False  # stopped by something other than the budget: the run did not do what was asked
         try:
             for batch in executor.run(stages, _batches(keyed, self.config.batch_size), self.store, stats, on_batch):
                 t = time.perf_counter()
                 records = [k.record for k in batch if not isinstance(k.record, Reject)]
                 rejected = [k.record for k in batch if isinstance(k.record, Reject)]
                 self.rejects.extend(rejected)
-                errors.add(rejected)
                 outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
+                errors.add(rejected)  # after the batch's records are written: a stop here publishes them
                 self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
                 progress.save(samples=len(outputs), rejects=len(self.rejects), transient=_transient(self.rejects))
         except BudgetExceeded as e:
             # Stop cleanly: what is finished gets published; paid answers stay in the cache.
             log.warning("%s; stopping and publishing what is done", e)
             stop = f"budget: {e}"
-        except (BackendUnavailable, BackendConfigError, EngineCrashed) as e:
-            raise self._fail(f"aborted: {e} (finished items are checkpointed: rerun the same command to resume)",
-                             progress) from e
-        except TooManyItemErrors as e:
-            raise self._fail(f"stopped: {e}", progress) from e
+        except (RunAbort, TooManyItemErrors) as e:
+            # A service down or refusing the key, an engine crash, a systematic bug: not one item's
+            # fault. What is finished is published all the same, exactly as a budget stop does.
+            stop, aborted = f"{'stopped' if isinstance(e, TooManyItemErrors) else 'aborted'}: {scrub(e)}", True
+            log.warning("%s; publishing what is done", stop)
         finally:
             for b in bars.values():
                 b.close()
@@ -273,12 +283,19 @@ class _Run:
         if transient:
             log.warning("%d rejects are transient (server, engine or budget failures): rerun the same command "
                         "to retry them", transient)
+        if not outputs and aborted:
+            raise self._fail(f"{stop} (finished items are checkpointed: rerun the same command to resume)", progress)
         if until is not None:
             path = write_partial(self.out_dir, until, outputs)
-            progress.save(state="done", samples=len(outputs), rejects=len(self.rejects), transient=transient)
+            progress.save(state="stopped" if aborted else "done", samples=len(outputs), rejects=len(self.rejects),
+                          transient=transient, **({"stopped": stop} if aborted else {}))
             log.info("stopped after %s: %d records in %s", until, len(outputs), path)
-            return RunResult(out_dir=self.out_dir, manifest={"until": until, "records": len(outputs),
-                                                              "path": str(path)}, rejects=self.rejects)
+            result = RunResult(out_dir=self.out_dir, manifest={"until": until, "records": len(outputs),
+                                                                "path": str(path)}, rejects=self.rejects)
+            if aborted:
+                raise RunStopped(f"{stop}; wrote the {len(outputs)} records finished before it to {path}; rerun "
+                                 "the same command to resume (finished items are checkpointed)", result)
+            return result
         if not outputs and stop:
             raise self._fail(f"{stop}; no dialogue was finished before it (answers paid for are cached: raise "
                              "oracle.budget_usd and rerun the same command to continue)", progress)
@@ -293,7 +310,12 @@ class _Run:
         progress.save(state="stopped" if stop else "done", samples=len(outputs), rejects=len(self.rejects),
                       transient=transient, **({"stopped": stop} if stop else {}))
         log.info("wrote %d rows in %d shards to %s", manifest["counts"]["samples"], len(shards), self.out_dir)
-        return RunResult(out_dir=self.out_dir, manifest=manifest, rejects=self.rejects)
+        result = RunResult(out_dir=self.out_dir, manifest=manifest, rejects=self.rejects)
+        if aborted:
+            raise RunStopped(f"{stop}; published the {len(outputs)} dialogues finished before it ({len(items)} "
+                             "items in the run); rerun the same command to resume (finished items are "
+                             "checkpointed)", result)
+        return result
 
     def _manifest(self, items: int, names: list[str], stats: RunStats, shards: list[dict[str, Any]],
                   samples: list[dict[str, Any]], executor: str, stop: str, errors: ItemErrors) -> dict[str, Any]:

@@ -110,7 +110,8 @@ def build_request(item: SourceItem, variant: int, script: Script | None, cfg: Sc
                      + "\n".join(f"{'USER' if role == USER else 'ASSISTANT'}: {text}" for role, text in script.turns))
     parts.append(STYLES[(variant + _seed(seed, item.id)) % len(STYLES)])
     return ChatRequest(messages=(("system", system), ("user", "\n\n".join(parts))), max_tokens=llm.max_tokens,
-                       temperature=llm.temperature, seed=_seed(seed, item.id, variant, attempt) % (2 ** 31))
+                       temperature=llm.temperature, seed=_seed(seed, item.id, variant, attempt) % (2 ** 31),
+                       item=f"{item.id}-v{variant}")
 
 
 _LINE = re.compile(r"^\s*[*_#>\-\s]*(USER|ASSISTANT|User|Assistant)\s*[*_]*\s*:\s*[*_]*\s*(.*)$")
@@ -194,7 +195,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
                 continue  # the same request, another seed: the same refusal
             reasons[i] = "llm_error" if res.error else \
                 check_rewrite(item, turns, expected, cfg, script.target if script else None)
-            errors[i] = res.error or errors[i]
+            errors[i] = (res.detail or res.error) or errors[i]
             if reasons[i]:
                 stats[f"refused_{reasons[i]}"] += 1
                 still.append(i)
@@ -218,7 +219,7 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             # get a usable rewrite. A transient reject is retried instead.
             stats["failed"] += 1
             out.append(Reject("script", f"{item.id}-v{v}", "llm_failed",
-                              f"the rewrite request failed after retries ({errors[i]})", transient=True))
+                              f"the rewrite request failed ({scrub(errors[i])})", transient=True))
         elif script is not None:
             stats["fallback"] += 1
             stats[f"fallback_{reasons[i]}"] += 1

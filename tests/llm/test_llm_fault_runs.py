@@ -105,8 +105,10 @@ def test_a_run_against_a_server_that_stalls_is_bounded(tmp_path, rendered):
             return 429, {"error": {"message": "Rate limit reached, try again in an hour"}}, {"Retry-After": "3600"}
         return Trickle(0.5) if slow in said else None
 
+    # An item deadline past every wait: the bound is the retries' (test_llm_outage_runs.py has the
+    # default one, under which a dialogue told to wait an hour gives up at once).
     oracle = dict(timeout=1.5, max_retries=1, max_retry_after=1.0, backoff_base=0.05, concurrency=256,
-                  max_consecutive_failures=100_000)
+                  item_deadline=10_000)
     bound = (oracle["max_retries"] + 1) * oracle["timeout"] + oracle["max_retries"] * max(
         oracle["max_retry_after"], oracle["backoff_base"])
     out = tmp_path / "out"

@@ -21,7 +21,8 @@ import pytest
 from kame_data.llm.base import REFUSED, Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.cache import CachedBackend, RequestCache, SharedRequestCache
 from kame_data.llm.config import BackendConfig
-from kame_data.llm.openai_backend import BackendConfigError, OpenAIBackend
+from kame_data.llm.openai_backend import OpenAIBackend
+from kame_data.llm.service_errors import BackendConfigError
 from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.stage import OracleStage
 from kame_data.records import Dialogue, Reject, Sample, SourceItem, Turn
@@ -165,15 +166,17 @@ def _worst_case(cfg: BackendConfig, retry_after: bool, backoff_max: float = 30.0
 def _backend(srv, cfg: BackendConfig) -> OpenAIBackend:
     return OpenAIBackend(cfg.model, base_url=srv.base_url, concurrency=cfg.concurrency, timeout=cfg.timeout,
                          max_retries=cfg.max_retries, backoff_base=cfg.backoff_base,
-                         max_retry_after=cfg.max_retry_after, max_consecutive_failures=cfg.max_consecutive_failures)
+                         max_retry_after=cfg.max_retry_after, max_consecutive_failures=cfg.max_consecutive_failures,
+                         item_deadline=cfg.item_deadline, outage_after=cfg.outage_after)
 
 
 def test_retry_after_3600_ends_within_the_configured_deadline(caplog):
-    """Every request meets `429, Retry-After: 3600`: each waits max_retry_after instead, and the
-    batch ends within the bound computed from the config; the caps are counted, and the waits are
-    announced with a warning line that requests waiting at once share."""
+    """Every request of one item meets `429, Retry-After: 3600`, and the item's deadline is longer
+    than that: each waits max_retry_after instead, and the batch ends within the bound computed
+    from the config; the caps are counted, and the waits are announced with a warning line that
+    requests waiting at once share."""
     cfg = BackendConfig(kind="openai", model="loopback", timeout=2.0, max_retries=2, backoff_base=0.05,
-                        max_retry_after=1.0, concurrency=8)
+                        max_retry_after=1.0, concurrency=8, item_deadline=10_000)
     bound = _worst_case(cfg, retry_after=True)
     late = (429, {"error": {"message": "Rate limit reached, try again in an hour"}}, {"Retry-After": "3600"})
     with LoopbackServer(override=lambda body, seen, headers: late) as srv, \
@@ -220,9 +223,10 @@ def test_a_body_trickled_one_byte_per_half_second_ends_within_the_deadline():
 
 
 def test_progress_shows_retries_while_they_wait(tmp_path):
-    """A request told `Retry-After: 3600` on first sight waits max_retry_after (2 s): while it waits,
-    progress.json already counts the retry, the capped Retry-After and the error, and says until
-    when it waits; `kame-data status` prints it. Then the answer comes."""
+    """A request told `Retry-After: 3600` on first sight (its item's deadline longer than that)
+    waits max_retry_after (2 s): while it waits, progress.json already counts the retry, the capped
+    Retry-After and the error, says until when it waits and which item waits why; `kame-data
+    status` prints it. Then the answer comes, and the item no longer waits."""
     def first_sight(body, seen, headers):
         return (429, {"error": {"message": "slow down"}}, {"Retry-After": "3600"}) if seen == 0 else None
 
@@ -235,9 +239,11 @@ def test_progress_shows_retries_while_they_wait(tmp_path):
         return json.loads(path.read_text()).get("llm")
 
     with LoopbackServer(override=first_sight) as srv:
-        backend = OpenAIBackend("loopback", base_url=srv.base_url, max_retry_after=2.0, backoff_base=0.01)
+        backend = OpenAIBackend("loopback", base_url=srv.base_url, max_retry_after=2.0, backoff_base=0.01,
+                                item_deadline=10_000)
         done: list = []
-        worker = threading.Thread(target=lambda: done.extend(backend.complete([ChatRequest((("user", "q"),))])))
+        worker = threading.Thread(target=lambda: done.extend(
+            backend.complete([ChatRequest((("user", "q"),), item="gsm8k-0007-v0")])))
         worker.start()
         _wait_until(lambda: llm_state() is not None)
         during, now, waiting = llm_state(), time.time(), worker.is_alive()
@@ -249,7 +255,11 @@ def test_progress_shows_retries_while_they_wait(tmp_path):
     assert during["waiting_until"] > now and during["retry_wait_s"] >= 2.0
     assert status.returncode == 0 and "llm: 1 retries (last error: rate_limited)" in status.stdout, status.stdout
     assert "1 Retry-After capped at max_retry_after" in status.stdout and "waiting" in status.stdout
+    assert during["waiting_items"] == 1 and during["waiting"]["gsm8k-0007-v0"]["error"] == "rate_limited"
+    assert "1 item(s) waiting on the LLM service" in status.stdout
+    assert "gsm8k-0007-v0: rate_limited (HTTP 429: slow down (Retry-After 3600 s))" in status.stdout, status.stdout
     assert done and done[0].text
+    assert llm_state()["waiting_items"] == 0  # answered: it waits no more
 
 
 def _full_sqlite(self, key, result):

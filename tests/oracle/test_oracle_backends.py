@@ -129,12 +129,32 @@ def test_tpm_bucket_limits_tokens_per_minute():
     assert rate <= 12_000 * 1.02, rate
 
 
-def test_abort_after_consecutive_failures():
+def test_a_service_failing_every_item_is_an_outage_and_one_item_never_is():
+    """Every request fails (HTTP 500) for requests of three items: once none was answered for
+    `outage_after`, the batch raises BackendUnavailable naming the rule. The same failures for one
+    item only, while another item is answered, give that item up after its retries and raise nothing."""
     with LoopbackServer(faults=Faults(error_500=1.0)) as srv:
-        backend = OpenAIBackend("m", base_url=srv.base_url, max_retries=2, backoff_base=0.0,
-                                max_consecutive_failures=5, concurrency=1)
-        with pytest.raises(BackendUnavailable, match="5 consecutive failed requests"):
-            backend.complete([ChatRequest((("user", f"q{i}"),)) for i in range(10)])
+        backend = OpenAIBackend("m", base_url=srv.base_url, max_retries=50, backoff_base=0.02, backoff_max=0.05,
+                                outage_after=0.5, concurrency=4)
+        with pytest.raises(BackendUnavailable, match=r"answered no request for \d+ s while requests of 3 dialogues"):
+            backend.complete([ChatRequest((("user", f"q{i}"),), item=f"d{i % 3}") for i in range(9)])
+        with pytest.raises(BackendUnavailable):  # the service stays down for this backend: no more requests
+            backend.complete([ChatRequest((("user", "another"),), item="d9")])
+        backend.close()
+
+    def one_bad(body, seen, headers):
+        return (500, {"error": {"message": "this one again"}}, {}) if "bad" in body["messages"][-1]["content"] else None
+
+    with LoopbackServer(latency=0.01, override=one_bad) as srv:
+        backend = OpenAIBackend("m", base_url=srv.base_url, max_retries=3, backoff_base=0.3, outage_after=0.2,
+                                concurrency=4)
+        reqs = [ChatRequest((("user", f"bad {i}"),), item="bad") for i in range(3)] + \
+               [ChatRequest((("user", f"good {i}"),), item=f"good{i}") for i in range(30)]
+        results = backend.complete(reqs)
+        backend.close()
+    assert all(r.error == "http_500" and "this one again" in r.detail for r in results[:3])
+    assert all(r.text and not r.error for r in results[3:])
+    assert backend.summary()["items_gave_up"] == {"http_500": 1}
 
 
 def test_budget_stops_spending():
@@ -199,7 +219,7 @@ def test_rate_limit_spaces_requests():
 
 
 def test_missing_api_key_is_a_clear_error(monkeypatch):
-    from kame_data.llm.openai_backend import BackendConfigError
+    from kame_data.llm.service_errors import BackendConfigError
 
     monkeypatch.delenv("MY_KEY", raising=False)
     with pytest.raises(BackendConfigError, match="MY_KEY"):
