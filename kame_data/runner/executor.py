@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from kame_data.costs import piece
 from kame_data.errors import RunAbort, internal_error
 from kame_data.records import Reject
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, config_key, digest
@@ -96,7 +97,8 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
     for k in keyed:
         if isinstance(k.record, Reject):
             continue
-        found = use_store.get(step.name, digest(key, k.key)) if use_store is not None else None
+        with piece("checkpoint.read"):
+            found = use_store.get(step.name, digest(key, k.key)) if use_store is not None else None
         if found is None:
             misses.append(k)
             retried += use_store is not None and use_store.was_transient(step.name, digest(key, k.key))
@@ -114,7 +116,8 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
             if use_store is not None:
                 item = digest(key, k.key)
                 if final:
-                    use_store.put(step.name, item, group)
+                    with piece("checkpoint.write"):
+                        use_store.put(step.name, item, group)
                     use_store.clear_transient(step.name, item)
                 else:
                     use_store.mark_transient(step.name, item)

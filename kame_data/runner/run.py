@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
 from kame_data.atomic import write_jsonl
+from kame_data.costs import piece
 from kame_data.dataset.exclude import REASON as REVIEW_REASON
 from kame_data.dataset.exclude import read_exclusions, review_rejects
 from kame_data.dataset.owner import FolderLock, claim_folder
@@ -258,7 +259,8 @@ class _Run:
                 records = [k.record for k in batch if not isinstance(k.record, Reject)]
                 rejected = [k.record for k in batch if isinstance(k.record, Reject)]
                 self.rejects.extend(rejected)
-                outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
+                with piece("write"):
+                    outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
                 errors.add(rejected)  # after the batch's records are written: a stop here publishes them
                 self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
                 progress.save(samples=len(outputs), rejects=len(self.rejects), transient=_transient(self.rejects))
@@ -302,7 +304,8 @@ class _Run:
         if not outputs:
             raise self._fail(f"every item was rejected; see {self.out_dir / 'rejects.jsonl'}", progress)
         t = time.perf_counter()
-        shards = writer.finish()
+        with piece("write"):
+            shards = writer.finish()
         self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
         self.timings["total"] = time.perf_counter() - started
         manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop, errors)

@@ -83,7 +83,12 @@ def answer_lost(aligner, answer: Sequence[str], rendered, cfg: AnswerCheckConfig
         return None
     sr = rendered.sample_rate
     a, b = int(max(own[0].start - 0.3, 0) * sr), int((own[-1].end + 0.3) * sr)
-    heard = transcript(aligner.transcribe(rendered.audio[a:b, 0].astype(np.float32) / 32768, sr))
+    return answer_lost_in(answer, transcript(aligner.transcribe(rendered.audio[a:b, 0].astype(np.float32) / 32768,
+                                                                sr)), cfg)
+
+
+def answer_lost_in(answer: Sequence[str], heard: str, cfg: AnswerCheckConfig) -> str | None:
+    """`answer_lost` on a transcript already made: None when it carries the answer."""
     if answer_heard(answer, heard, cfg.min_phrase_match):
         return None
     return f"Whisper heard {heard[:160]!r}, which lacks {' / '.join(answer)!r}"

@@ -259,7 +259,11 @@ class QualityConfig:
     """The recipe's `quality:` section. None disables a threshold (the figure is still measured)."""
 
     enabled: bool = False  # measure every turn
-    dnsmos: bool = True  # the slowest measure (about 0.03 s per second of speech on one core)
+    dnsmos: bool = True  # the slowest measure (about 0.03 s of one core per second of speech at the default hop)
+    # Seconds between the starts of DNSMOS's 9.01 s windows over a turn (the last window ends with the turn).
+    # Microsoft's scoring script slides by 1 s, which costs nine model passes per second of a long turn for a
+    # mean that moves by hundredths; the default scores each stretch of the turn once.
+    dnsmos_hop: Annotated[float, Schema(minimum=0.5, maximum=9.01)] = 9.01
     min_dnsmos: Annotated[float, Schema(minimum=1, maximum=5)] | None = None  # overall MOS (1-5) of every turn
     max_speech_outside: AtLeastZero | None = 1.0  # seconds of VAD speech outside the turn's words (± margin)
     min_word_speech: Share | None = 0.5  # share of the words' time VAD hears speech in

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from kame_data.costs import piece
 from kame_data.records import SPEAKER, USER, Reject, RenderedDialogue
 from kame_data.speech.acoustics import augment_user
 from kame_data.speech.config import AcousticsConfig, QualityConfig
@@ -70,7 +71,8 @@ class AcousticsStage(Step[RenderedDialogue, RenderedDialogue]):
 
     def _apply(self, r: RenderedDialogue) -> RenderedDialogue:
         spans = [(w.start, w.end) for w in r.words if w.speaker == SPEAKER[USER]]
-        audio, params = augment_user(r.audio, r.sample_rate, spans, self.cfg, self.seed, r.id)
+        with piece("acoustics"):
+            audio, params = augment_user(r.audio, r.sample_rate, spans, self.cfg, self.seed, r.id)
         return replace(r, audio=audio, acoustics=params)
 
     def run(self, batch: list[RenderedDialogue]) -> list[list[RenderedDialogue]]:

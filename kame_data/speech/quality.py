@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kame_data.audio import resample
+from kame_data.costs import piece
 from kame_data.records import CHANNEL, RenderedDialogue
 from kame_data.speech.config import QualityConfig
 
@@ -58,8 +59,10 @@ class QualityMeter:
         core = x[int(tight[0] * sr): int(tight[1] * sr)]
         peak = float(np.max(np.abs(core))) if len(core) else 0.0
         out: dict[str, Any] = {"clipped": int(np.count_nonzero(np.abs(core) >= 32767 / 32768)), "peak": round(peak, 4)}
-        x16 = resample(x.astype(np.float32), sr, VAD_RATE)
-        speech = self.speech(x16) if peak > 1e-4 else []
+        with piece("quality.rest"):
+            x16 = resample(x.astype(np.float32), sr, VAD_RATE)
+        with piece("quality.vad"):
+            speech = self.speech(x16) if peak > 1e-4 else []
         wordsu = _union(words)
         padded = _union([(s - self.cfg.margin, e + self.cfg.margin) for s, e in words])
         speech_s = sum(e - s for s, e in speech)
@@ -67,12 +70,14 @@ class QualityMeter:
         out["vad_speech_s"] = round(speech_s, 3)
         out["vad_outside_s"] = round(speech_s - _overlap(speech, padded), 3)
         out["vad_word_share"] = round(_overlap(speech, wordsu) / word_s, 3) if word_s > 0 else None
-        out["lufs"] = _lufs(core, sr)
+        with piece("quality.rest"):
+            out["lufs"] = _lufs(core, sr)
         if self.dnsmos is not None and peak > 1e-4:
-            c16 = resample(core.astype(np.float32), sr, VAD_RATE)
-            mos = self.dnsmos(np.clip(c16, -1.0, 1.0).astype(np.float64), VAD_RATE, False)
-            out.update(dnsmos=round(float(mos["ovrl_mos"]), 3), dnsmos_sig=round(float(mos["sig_mos"]), 3),
-                       dnsmos_bak=round(float(mos["bak_mos"]), 3))
+            with piece("quality.rest"):
+                c16 = resample(core.astype(np.float32), sr, VAD_RATE)
+            with piece("quality.dnsmos"):
+                mos = dnsmos_scores(self.dnsmos, np.clip(c16, -1.0, 1.0), self.cfg.dnsmos_hop)
+            out.update(dnsmos=round(mos["ovrl"], 3), dnsmos_sig=round(mos["sig"], 3), dnsmos_bak=round(mos["bak"], 3))
         else:
             out.update(dnsmos=None, dnsmos_sig=None, dnsmos_bak=None)
         return out
@@ -127,20 +132,49 @@ def _lufs(x: np.ndarray, sr: int) -> float | None:
     return round(float(value), 2) if np.isfinite(value) else None
 
 
+DNSMOS_SECONDS = 9.01  # the P.835 model's input: 144,160 samples at 16 kHz
+# Its raw outputs (sig, bak, ovrl) mapped to MOS by the published third-order fits of DNSMOS P.835.
+_FIT = {"sig": np.poly1d([-0.08397278, 1.22083953, 0.0052439]),
+        "bak": np.poly1d([-0.13166888, 1.60915514, -0.39604546]),
+        "ovrl": np.poly1d([-0.06766283, 1.11546468, 0.04602535])}
+
+
+def dnsmos_windows(n: int, hop_s: float, rate: int = VAD_RATE) -> list[int]:
+    """Start samples of the model's windows over `n` samples: every `hop_s` seconds, and one more
+    ending with the audio when those leave its end uncovered. A clip no longer than a window has
+    the single window 0 (dnsmos_scores repeats it to fill one, as the reference scorer does)."""
+    size, hop = int(DNSMOS_SECONDS * rate), max(1, int(hop_s * rate))
+    if n <= size:
+        return [0]
+    starts = list(range(0, n - size + 1, hop))
+    if starts[-1] + size < n:
+        starts.append(n - size)
+    return starts
+
+
+def dnsmos_scores(session, audio16: np.ndarray, hop_s: float) -> dict[str, float]:
+    """DNSMOS P.835 (signal, background, overall MOS) of mono 16 kHz audio in [-1, 1]: the mean over
+    windows of the model's mapped outputs. Only the P.835 model runs: the P.808 score the reference
+    package also computes (a mel spectrogram and a second network per window, more than half its
+    time) is never used here."""
+    x = np.asarray(audio16, np.float32)
+    size = int(DNSMOS_SECONDS * VAD_RATE)
+    starts = dnsmos_windows(len(x), hop_s)
+    while len(x) < size:
+        x = np.concatenate([x, x])
+    raw = np.array([session.run(None, {"input_1": x[s: s + size][np.newaxis, :]})[0][0] for s in starts], np.float64)
+    return {name: float(np.mean(fit(raw[:, k]))) for k, (name, fit) in enumerate(_FIT.items())}
+
+
 def _load_dnsmos():
-    """speechmos's DNSMOS with its two ONNX sessions on one thread (renders stay reproducible and
-    worker processes do not fight over cores)."""
+    """DNSMOS's P.835 ONNX model (shipped in `speechmos`) on one thread: renders stay reproducible
+    and worker processes do not fight over cores."""
     import os
 
     import onnxruntime as ort
     from speechmos import dnsmos
 
-    folder = os.path.join(os.path.dirname(dnsmos.__file__), "dnsmos_models")
-    model = dnsmos.DNSMOS.__new__(dnsmos.DNSMOS)
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
-    model.primary_model_path = os.path.join(folder, "sig_bak_ovr.onnx")
-    model.onnx_sess = ort.InferenceSession(model.primary_model_path, opts, providers=["CPUExecutionProvider"])
-    model.p808_onnx_sess = ort.InferenceSession(os.path.join(folder, "model_v8.onnx"), opts,
-                                                providers=["CPUExecutionProvider"])
-    return model
+    path = os.path.join(os.path.dirname(dnsmos.__file__), "dnsmos_models", "sig_bak_ovr.onnx")
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])

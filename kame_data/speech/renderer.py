@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kame_data.audio import resample
+from kame_data.costs import piece
 from kame_data.records import (
     ASSISTANT,
     ROLE,
@@ -32,7 +33,7 @@ from kame_data.records import (
     TurnTiming,
     Word,
 )
-from kame_data.speech.answer import answer_lost
+from kame_data.speech.answer import answer_lost, answer_lost_in
 from kame_data.speech.config import SpeakConfig
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
@@ -62,6 +63,7 @@ class _Turn:
     wer: float | None = None
     start_error_ms: float | None = None
     long_gaps: list[tuple[int, float]] = field(default_factory=list)  # pauses the run rule reads as its end
+    heard: str | None = None  # what Whisper heard (QA), for the answer round-trip when mixing cut nothing
 
 
 class DialogueRenderer:
@@ -79,6 +81,7 @@ class DialogueRenderer:
         self.threads: int | None = 1
         self.dropped: set[str] = set()  # labels of voices screening left out
         self._clips: dict = {}  # (voice, text) -> a rendered backchannel
+        self._assistant_heard: str | None = None  # QA's transcript of the last render's assistant turns
 
     def load(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
@@ -102,7 +105,8 @@ class DialogueRenderer:
     def voice_wer(self, voice: VoiceConfig) -> float:
         """A loaded voice's median WER on the screening sentences."""
         c = self.cfg
-        return voice_wer(self.engines[voice], self.aligner, c.screen.sentences, c.sample_rate, c.target_dbfs)
+        with piece("speak.screen", whole_process=True):
+            return voice_wer(self.engines[voice], self.aligner, c.screen.sentences, c.sample_rate, c.target_dbfs)
 
     def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
         """The role's pool (less voices screening left out), starting at the voice this dialogue
@@ -125,7 +129,16 @@ class DialogueRenderer:
                 return Reject(self.step, dialogue.id, "answer_lost", f"{lost} (voices tried: {', '.join(skip)})")
 
     def _answer_lost(self, dialogue: Dialogue, r: RenderedDialogue) -> str | None:
-        return answer_lost(self.aligner, dialogue.answer, r, self.cfg.answer) if self.cfg.answer.enabled else None
+        """The answer round-trip. Channel 0 holds only the assistant, so unless a barge-in cut its
+        words the mixed turns say what QA's Whisper already heard in each turn: that transcript is
+        checked, and Whisper listens to the mixed channel again only after a cut (or without QA)."""
+        if not self.cfg.answer.enabled:
+            return None
+        with piece("speak.answer", whole_process=True):
+            cut = any(c for t, c in zip(dialogue.turns, r.turn_cut_words) if t.role == ASSISTANT)
+            if not cut and self._assistant_heard is not None:
+                return answer_lost_in(dialogue.answer, self._assistant_heard, self.cfg.answer)
+            return answer_lost(self.aligner, dialogue.answer, r, self.cfg.answer)
 
     def _render_once(self, dialogue: Dialogue, skip: list[str]) -> RenderedDialogue | Reject:
         for k, turn in enumerate(dialogue.turns):
@@ -136,18 +149,24 @@ class DialogueRenderer:
         turns: dict[int, _Turn] = {}
         retries = 0
         chosen: dict[str, VoiceConfig] = {}
+        try:
+            first = self._first_pass(dialogue, skip)
+        except Exception as e:  # an engine failing on one text must not stop the run
+            log.warning("speak %s failed: %s", dialogue.id, e, exc_info=True)
+            return Reject(self.step, dialogue.id, "tts_error", f"{type(e).__name__}: {e}", transient=True)
         for role in (USER, ASSISTANT):
             indices = [k for k, t in enumerate(dialogue.turns) if t.role == role]
             if not indices:
                 continue
-            candidates = [v for v in self.candidates(dialogue.id, role) if v.label not in skip]
-            if role == ASSISTANT and len(candidates) > 1 and USER in chosen and candidates[0].label == chosen[USER].label:
-                candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
+            candidates = self._role_candidates(dialogue.id, role, skip, chosen.get(USER))
             failure: tuple[str, str] | None = None
             for attempt, voice in enumerate(candidates):
                 try:
-                    spoken = {k: self._speak_turn(voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken)
-                              for k in indices}
+                    if attempt == 0 and first.get(role, (None,))[0] == voice:
+                        spoken = first[role][1]
+                    else:
+                        jobs = [(voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken) for k in indices]
+                        spoken = dict(zip(indices, self._speak_turns(jobs)))
                     self._quicken(voice, dialogue, spoken)
                 except Exception as e:  # an engine failing on one text must not stop the run
                     log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
@@ -165,10 +184,42 @@ class DialogueRenderer:
                 return Reject(self.step, dialogue.id, failure[0],
                               f"{role}: {failure[1]} (voices tried: {', '.join(v.label for v in candidates)})")
         ordered = [turns[k] for k in range(len(dialogue.turns))]
+        mine = [t.heard for t, turn in zip(ordered, dialogue.turns) if turn.role == ASSISTANT]
+        self._assistant_heard = " ".join(mine) if mine and all(h is not None for h in mine) else None
         for k, t in enumerate(ordered):
             if not len(t.spoken.audio) or float(np.max(np.abs(t.spoken.audio))) < 1e-3:
                 return Reject(self.step, dialogue.id, "silent_audio", f"turn {k} synthesised to silence")
-        return self._mix(dialogue, ordered, retries, chosen)
+        with piece("speak.mix", whole_process=True):
+            return self._mix(dialogue, ordered, retries, chosen)
+
+    def _role_candidates(self, dialogue_id: str, role: str, skip: list[str],
+                         user: VoiceConfig | None) -> list[VoiceConfig]:
+        """The voices a role tries in order (never the user's voice first for the assistant)."""
+        candidates = [v for v in self.candidates(dialogue_id, role) if v.label not in skip]
+        if role == ASSISTANT and len(candidates) > 1 and user is not None and candidates[0].label == user.label:
+            candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
+        return candidates
+
+    def _first_pass(self, dialogue: Dialogue, skip: list[str]) -> dict[str, tuple[VoiceConfig, dict[int, _Turn]]]:
+        """Every turn in its role's first voice, heard by Whisper together (one pass for the whole
+        dialogue when it fits in a window): what the role loop uses unless a voice fails QA, in the
+        order the turns were always synthesised (the user's, then the assistant's)."""
+        jobs, owners = [], []
+        user = None
+        for role in (USER, ASSISTANT):
+            indices = [k for k, t in enumerate(dialogue.turns) if t.role == role]
+            candidates = self._role_candidates(dialogue.id, role, skip, user) if indices else []
+            if not candidates:
+                continue
+            voice = candidates[0]
+            user = voice if role == USER else user
+            for k in indices:
+                jobs.append((voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken))
+                owners.append((role, voice, k))
+        out: dict[str, tuple[VoiceConfig, dict[int, _Turn]]] = {}
+        for (role, voice, k), turn in zip(owners, self._speak_turns(jobs)):
+            out.setdefault(role, (voice, {}))[1][k] = turn
+        return out
 
     def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int,
              chosen: dict[str, VoiceConfig]) -> RenderedDialogue | Reject:
@@ -263,18 +314,51 @@ class DialogueRenderer:
         return turn
 
     def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
-        engine, timed = self.engines[voice], voice.timed
-        syn = engine.synthesize(spoken)
-        tokens = spoken_tokens(spoken)
-        words = [w for w, _ in tokens]
-        audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate), self.cfg.target_dbfs)
+        return self._speak_turns([(voice, speaker, spoken)])[0]
+
+    def _speak_turns(self, jobs: list[tuple[VoiceConfig, str, str]]) -> list[_Turn]:
+        """Synthesise each (voice, speaker, text) in order, have Whisper hear them together
+        (WhisperAligner.transcribe_many: one pass per 30 s window, not one per turn), then time,
+        check and shape each. A turn that fails QA heard in company is heard again alone, so
+        hearing turns together never fails one that alone would pass."""
+        raws = []
+        for voice, _, spoken in jobs:
+            with piece("speak.engine", whole_process=True):
+                syn = self.engines[voice].synthesize(spoken)
+            with piece("speak.shape", whole_process=True):
+                audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate),
+                                           self.cfg.target_dbfs)
+            raws.append((syn, audio))
+        listen = [i for i, (voice, _, _) in enumerate(jobs)
+                  if self.aligner is not None and (self.cfg.qa.enabled or not voice.timed)]
+        heard: dict[int, list] = {}
+        if listen:
+            with piece("speak.whisper", whole_process=True):
+                heard = dict(zip(listen, self.aligner.transcribe_many([(raws[i][1], self.cfg.sample_rate)
+                                                                       for i in listen])))
+        turns = []
+        for i, ((voice, speaker, spoken), (syn, audio)) in enumerate(zip(jobs, raws)):
+            turn = self._finish(voice, speaker, spoken, syn, audio, heard.get(i))
+            if len(listen) > 1 and i in heard and self._qa_failure({i: turn}):
+                with piece("speak.whisper", whole_process=True):
+                    alone = self.aligner.transcribe(audio, self.cfg.sample_rate)
+                turn = self._finish(voice, speaker, spoken, syn, audio, alone)
+            turns.append(turn)
+        with piece("speak.shape", whole_process=True):
+            return [self._shape(voice, turn, spoken) for (voice, _, spoken), turn in zip(jobs, turns)]
+
+    def _finish(self, voice: VoiceConfig, speaker: str, spoken: str, syn, audio: np.ndarray,
+                heard: list | None) -> _Turn:
+        """One synthesised turn timed (the engine's spans, or Whisper's) and, with QA, checked."""
+        timed = voice.timed
+        words = [w for w, _ in spoken_tokens(spoken)]
         spans = syn.spans
-        heard = lined = None
-        if self.aligner is not None and (self.cfg.qa.enabled or not timed):
+        lined = None
+        if heard is not None:
             from kame_data.speech.whisper import line_up
 
-            heard = self.aligner.transcribe(audio, self.cfg.sample_rate)
-            lined = line_up(words, heard)
+            with piece("speak.qa", whole_process=True):
+                lined = line_up(words, heard)
             if not timed:
                 spans = lined.spans
         spans = complete_spans(spans, [len(w) for w in words], syn.audio, syn.sample_rate)
@@ -291,8 +375,9 @@ class DialogueRenderer:
                 word_error_rate,
             )
 
-            turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), 4)
+            turn.heard = transcript(heard)
+            turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(turn.heard)), 4)
             # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
             err = start_error_ms(spans, lined) if timed else None
             turn.start_error_ms = None if err is None else round(err, 1)
-        return self._shape(voice, turn, spoken)
+        return turn

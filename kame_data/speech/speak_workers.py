@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kame_data import costs
 from kame_data.records import Dialogue, Reject, RenderedDialogue
 from kame_data.speech.config import SpeakConfig
 from kame_data.speech.renderer import DialogueRenderer
@@ -39,8 +40,14 @@ def _loaded() -> DialogueRenderer:
 def render_in_worker(dialogue: Dialogue, dropped: frozenset = frozenset()) -> RenderedDialogue | Reject:
     renderer = _loaded()
     renderer.dropped = set(dropped)  # the parent screened the voices once
-    return renderer.render(dialogue)
+    try:
+        return renderer.render(dialogue)
+    finally:
+        costs.flush()  # a spawned worker may be stopped without running atexit
 
 
 def screen_in_worker(voice: VoiceConfig) -> float:
-    return _loaded().voice_wer(voice)
+    try:
+        return _loaded().voice_wer(voice)
+    finally:
+        costs.flush()

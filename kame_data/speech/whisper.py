@@ -94,6 +94,49 @@ class WhisperAligner:
         return [HeardWord(w.word, float(w.start), float(w.end))
                 for seg in segments for w in (seg.words or []) if w.word.strip()]
 
+    def transcribe_many(self, clips: list[tuple[np.ndarray, int]]) -> list[list[HeardWord]]:
+        """`transcribe` for several clips, packed into as few of Whisper's 30 s windows as fit.
+
+        Whisper pads every call to 30 s, so a 4 s turn heard alone pays for 30 s of encoder; turns
+        heard together, in order with PACK_GAP of silence between them, share one pass. Each word
+        goes back to the clip its middle falls in (times relative to that clip, clamped to it)."""
+        out: list[list[HeardWord]] = [[] for _ in clips]
+        for group in _packs([len(a) / sr for a, sr in clips]):
+            if len(group) == 1:
+                out[group[0]] = self.transcribe(*clips[group[0]])
+                continue
+            gap = np.zeros(int(PACK_GAP * WHISPER_RATE), np.float32)
+            pieces, bounds, at = [], [], 0.0
+            for i in group:
+                audio = resample(np.asarray(clips[i][0], np.float32), clips[i][1], WHISPER_RATE)
+                bounds.append((i, at, at + len(audio) / WHISPER_RATE))
+                pieces += [audio, gap]
+                at += (len(audio) + len(gap)) / WHISPER_RATE
+            for h in self.transcribe(np.concatenate(pieces[:-1]), WHISPER_RATE):
+                middle = (h.start + h.end) / 2
+                i, a, b = min(bounds, key=lambda x: 0.0 if x[1] <= middle <= x[2] else min(abs(middle - x[1]),
+                                                                                            abs(middle - x[2])))
+                out[i].append(HeardWord(h.word, min(max(h.start - a, 0.0), b - a), min(max(h.end - a, 0.0), b - a)))
+        return out
+
+
+PACK_GAP = 1.0  # seconds of silence between clips heard in one pass
+PACK_SECONDS = 28.0  # what one pass may hold, gaps included (Whisper's window is 30 s)
+
+
+def _packs(durations: list[float]) -> list[list[int]]:
+    """Consecutive clips grouped so that each group, with its gaps, fits one window."""
+    groups: list[list[int]] = []
+    total = 0.0
+    for i, d in enumerate(durations):
+        if groups and total + PACK_GAP + d <= PACK_SECONDS:
+            groups[-1].append(i)
+            total += PACK_GAP + d
+        else:
+            groups.append([i])
+            total = d
+    return groups
+
 
 # --- normalisation shared by both sides of every comparison ------------------------------------
 
