@@ -69,10 +69,11 @@ def _dialogue(id: str, user: str, assistant: str) -> Dialogue:
 
 @pytest.mark.slow
 def test_whisper_hears_piper_and_agrees_on_word_starts():
-    """piper's own phoneme durations are the truth here. Whisper base puts word starts 70-80 ms
-    early heard alone and 80-125 ms early when a dialogue's turns share one 30 s pass (measured on
+    """piper's own phoneme durations are the truth here. Whisper base put median word starts 67-84 ms
+    early heard alone and 67-123 ms early when a dialogue's turns share one 30 s pass (measured on
     three sentence pairs), so the bound is 150 ms, under QA's reject limit of 200 ms; and the packed
-    pass moves a word start at most a frame (80 ms) from where Whisper puts it hearing the turn alone."""
+    pass moves a word start at most a frame (80 ms; measured 0-10 ms) from where Whisper puts it
+    hearing the turn alone."""
     from kame_data.speech.whisper import WhisperAligner, whisper_model_dir
 
     d = whisper_model_dir()
