@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,15 +36,14 @@ from kame_data.records import (
 from kame_data.speech.answer import answer_lost, answer_lost_in
 from kame_data.speech.config import SpeakConfig
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
-from kame_data.speech.mix import SpokenTurn, loudness_normalise, mix_turns
+from kame_data.speech.mix import loudness_normalise, mix_turns
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
 from kame_data.speech.screen import voice_wer
 from kame_data.speech.synthesis import TTSEngine
 from kame_data.speech.text_checks import unspeakable
-from kame_data.speech.timing import complete_spans, cover_voice
+from kame_data.speech.turn_qa import Turn, finish_turn, qa_failure
 from kame_data.speech.voice import VoiceConfig, faster, open_engine
 from kame_data.speech.voices import cast
-from kame_data.text import spoken_tokens
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +52,6 @@ TEMPOS = (1.1, 1.2)  # a turn whose long word leaves no pause to cut is spoken a
 
 def _draw(value: Any, rng: random.Random) -> float:
     return rng.uniform(*value) if isinstance(value, tuple) else float(value)
-
-
-@dataclass
-class _Turn:
-    """One rendered turn and what QA measured on it."""
-
-    spoken: SpokenTurn
-    wer: float | None = None
-    start_error_ms: float | None = None
-    long_gaps: list[tuple[int, float]] = field(default_factory=list)  # pauses the run rule reads as its end
-    heard: str | None = None  # what Whisper heard (QA), for the answer round-trip when mixing cut nothing
 
 
 class DialogueRenderer:
@@ -146,7 +134,7 @@ class DialogueRenderer:
             if problem:
                 return Reject(self.step, dialogue.id, problem[0], f"turn {k}: {problem[1]}")
         self.load()
-        turns: dict[int, _Turn] = {}
+        turns: dict[int, Turn] = {}
         retries = 0
         chosen: dict[str, VoiceConfig] = {}
         try:
@@ -172,7 +160,7 @@ class DialogueRenderer:
                     log.warning("speak %s turn with %s failed: %s", dialogue.id, voice.label, e, exc_info=True)
                     return Reject(self.step, dialogue.id, "tts_error", f"{voice.label}: {type(e).__name__}: {e}",
                                   transient=True)  # an engine or aligner fault, not the text's: retried on rerun
-                failure = self._qa_failure(spoken) or self._pause_failure(spoken)
+                failure = qa_failure(self.cfg, spoken) or self._pause_failure(spoken)
                 if failure is None:
                     turns.update(spoken)
                     chosen[role] = voice
@@ -200,7 +188,7 @@ class DialogueRenderer:
             candidates = candidates[1:] + candidates[:1]  # two speakers, two voices
         return candidates
 
-    def _first_pass(self, dialogue: Dialogue, skip: list[str]) -> dict[str, tuple[VoiceConfig, dict[int, _Turn]]]:
+    def _first_pass(self, dialogue: Dialogue, skip: list[str]) -> dict[str, tuple[VoiceConfig, dict[int, Turn]]]:
         """Every turn in its role's first voice, heard by Whisper together (one pass for the whole
         dialogue when it fits in a window): what the role loop uses unless a voice fails QA, in the
         order the turns were always synthesised (the user's, then the assistant's)."""
@@ -216,12 +204,12 @@ class DialogueRenderer:
             for k in indices:
                 jobs.append((voice, dialogue.turns[k].speaker, dialogue.turns[k].spoken))
                 owners.append((role, voice, k))
-        out: dict[str, tuple[VoiceConfig, dict[int, _Turn]]] = {}
+        out: dict[str, tuple[VoiceConfig, dict[int, Turn]]] = {}
         for (role, voice, k), turn in zip(owners, self._speak_turns(jobs)):
             out.setdefault(role, (voice, {}))[1][k] = turn
         return out
 
-    def _mix(self, dialogue: Dialogue, turns: list[_Turn], retries: int,
+    def _mix(self, dialogue: Dialogue, turns: list[Turn], retries: int,
              chosen: dict[str, VoiceConfig]) -> RenderedDialogue | Reject:
         rng = random.Random(f"{self.seed}:gap:{dialogue.id}")
         spoken = [t.spoken for t in turns]
@@ -266,18 +254,7 @@ class DialogueRenderer:
                                            self.cfg.target_dbfs + self.cfg.turns.backchannel_db)
         return self._clips[key]
 
-    def _qa_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
-        if not self.cfg.qa.enabled:
-            return None
-        for k, t in spoken.items():
-            if t.wer is not None and t.wer > self.cfg.qa.max_wer:
-                return "qa_wer", f"turn {k}: WER {t.wer:.2f} > {self.cfg.qa.max_wer:.2f}"
-            if t.start_error_ms is not None and t.start_error_ms > self.cfg.qa.max_start_error_ms:
-                return "qa_timing", (f"turn {k}: word starts {t.start_error_ms:.0f} ms from Whisper's "
-                                     f"> {self.cfg.qa.max_start_error_ms:.0f} ms")
-        return None
-
-    def _pause_failure(self, spoken: dict[int, _Turn]) -> tuple[str, str] | None:
+    def _pause_failure(self, spoken: dict[int, Turn]) -> tuple[str, str] | None:
         """A pause no cut could bring under the run rule (a word that alone lasts about as long)."""
         for k, t in spoken.items():
             if t.long_gaps:
@@ -287,11 +264,12 @@ class DialogueRenderer:
                                        f"oracle reads as the end of the turn (runs end at {self.run_gap:g} s)")
         return None
 
-    def _quicken(self, voice: VoiceConfig, dialogue: Dialogue, spoken: dict[int, _Turn]) -> None:
+    def _quicken(self, voice: VoiceConfig, dialogue: Dialogue, spoken: dict[int, Turn]) -> None:
         """Speak again, a little faster, each turn where a word alone nearly fills the run rule
-        (nothing left to cut); its label then names the faster knob."""
+        (nothing left to cut); its label then names the faster knob. Timed voices have done this
+        before Whisper heard them (`_tempo`), so only voices Whisper times are spoken again here."""
         for k, t in spoken.items():
-            for tempo in TEMPOS if t.long_gaps else ():
+            for tempo in TEMPOS if t.long_gaps and not voice.timed else ():
                 fast = faster(voice, tempo)
                 if fast not in self.engines:
                     self.engines[fast] = open_engine(fast, self.threads)
@@ -302,7 +280,7 @@ class DialogueRenderer:
                     spoken[k] = again
                     break
 
-    def _shape(self, voice: VoiceConfig, turn: _Turn, spoken: str) -> _Turn:
+    def _shape(self, voice: VoiceConfig, turn: Turn, spoken: str) -> Turn:
         """Pauses inside the turn under the run rule (and a thinking pause where the recipe asks)."""
         t = turn.spoken
         rng = random.Random(f"{self.seed}:pause:{voice.label}:{spoken}")
@@ -313,22 +291,17 @@ class DialogueRenderer:
             turn.long_gaps = long_gaps(shaped.spans, self.run_gap, skip=shaped.thinking_before)
         return turn
 
-    def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> _Turn:
+    def _speak_turn(self, voice: VoiceConfig, speaker: str, spoken: str) -> Turn:
         return self._speak_turns([(voice, speaker, spoken)])[0]
 
-    def _speak_turns(self, jobs: list[tuple[VoiceConfig, str, str]]) -> list[_Turn]:
+    def _speak_turns(self, jobs: list[tuple[VoiceConfig, str, str]]) -> list[Turn]:
         """Synthesise each (voice, speaker, text) in order, have Whisper hear them together
         (WhisperAligner.transcribe_many: one pass per 30 s window, not one per turn), then time,
         check and shape each. A turn that fails QA heard in company is heard again alone, so
         hearing turns together never fails one that alone would pass."""
-        raws = []
-        for voice, _, spoken in jobs:
-            with piece("speak.engine", whole_process=True):
-                syn = self.engines[voice].synthesize(spoken)
-            with piece("speak.shape", whole_process=True):
-                audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate),
-                                           self.cfg.target_dbfs)
-            raws.append((syn, audio))
+        raws = [self._synthesise(voice, spoken) for voice, _, spoken in jobs]
+        if self.cfg.pauses.bound:
+            jobs, raws = self._tempo(jobs, raws)
         listen = [i for i, (voice, _, _) in enumerate(jobs)
                   if self.aligner is not None and (self.cfg.qa.enabled or not voice.timed)]
         heard: dict[int, list] = {}
@@ -338,46 +311,46 @@ class DialogueRenderer:
                                                                        for i in listen])))
         turns = []
         for i, ((voice, speaker, spoken), (syn, audio)) in enumerate(zip(jobs, raws)):
-            turn = self._finish(voice, speaker, spoken, syn, audio, heard.get(i))
-            if len(listen) > 1 and i in heard and self._qa_failure({i: turn}):
+            turn = finish_turn(self.cfg, voice, speaker, spoken, syn, audio, heard.get(i))
+            if len(listen) > 1 and i in heard and qa_failure(self.cfg, {i: turn}):
                 with piece("speak.whisper", whole_process=True):
                     alone = self.aligner.transcribe(audio, self.cfg.sample_rate)
-                turn = self._finish(voice, speaker, spoken, syn, audio, alone)
+                turn = finish_turn(self.cfg, voice, speaker, spoken, syn, audio, alone)
             turns.append(turn)
         with piece("speak.shape", whole_process=True):
             return [self._shape(voice, turn, spoken) for (voice, _, spoken), turn in zip(jobs, turns)]
 
-    def _finish(self, voice: VoiceConfig, speaker: str, spoken: str, syn, audio: np.ndarray,
-                heard: list | None) -> _Turn:
-        """One synthesised turn timed (the engine's spans, or Whisper's) and, with QA, checked."""
-        timed = voice.timed
-        words = [w for w, _ in spoken_tokens(spoken)]
-        spans = syn.spans
-        lined = None
-        if heard is not None:
-            from kame_data.speech.whisper import line_up
+    def _synthesise(self, voice: VoiceConfig, spoken: str):
+        """The engine's output and the turn's audio at the dataset's rate and loudness."""
+        with piece("speak.engine", whole_process=True):
+            syn = self.engines[voice].synthesize(spoken)
+        with piece("speak.shape", whole_process=True):
+            audio = loudness_normalise(resample(syn.audio, syn.sample_rate, self.cfg.sample_rate),
+                                       self.cfg.target_dbfs)
+        return syn, audio
 
-            with piece("speak.qa", whole_process=True):
-                lined = line_up(words, heard)
-            if not timed:
-                spans = lined.spans
-        spans = complete_spans(spans, [len(w) for w in words], syn.audio, syn.sample_rate)
-        if not timed:
-            spans = cover_voice(spans, syn.audio, syn.sample_rate)
-        duration = len(audio) / self.cfg.sample_rate
-        spans = [(min(s, duration), min(e, duration)) for s, e in spans]
-        turn = _Turn(SpokenTurn(speaker, audio, words, spans, voice.label))
-        if heard is not None and self.cfg.qa.enabled:
-            from kame_data.speech.whisper import (
-                normalise_words,
-                start_error_ms,
-                transcript,
-                word_error_rate,
-            )
+    def _tempo(self, jobs: list[tuple[VoiceConfig, str, str]], raws: list) -> tuple[list, list]:
+        """For voices that time their own words, the tempo each turn needs, decided before anyone
+        listens: the engine's spans alone say whether a pause stays above the run rule after
+        shaping, so a turn that must be spoken faster is heard once, in its final tempo, with its
+        dialogue's other turns (not heard slow and then again alone)."""
+        jobs, raws = list(jobs), list(raws)
+        for i, (voice, speaker, spoken) in enumerate(jobs):
+            if not voice.timed or not self._long_gaps(voice, speaker, spoken, raws[i]):
+                continue
+            for tempo in TEMPOS:
+                fast = faster(voice, tempo)
+                if fast not in self.engines:
+                    self.engines[fast] = open_engine(fast, self.threads)
+                raw = self._synthesise(fast, spoken)
+                if not self._long_gaps(fast, speaker, spoken, raw):
+                    log.info("speak: a turn spoken at %s to keep its pauses under the run rule", fast.label)
+                    jobs[i], raws[i] = (fast, speaker, spoken), raw
+                    break
+        return jobs, raws
 
-            turn.heard = transcript(heard)
-            turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(turn.heard)), 4)
-            # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
-            err = start_error_ms(spans, lined) if timed else None
-            turn.start_error_ms = None if err is None else round(err, 1)
-        return turn
+    def _long_gaps(self, voice: VoiceConfig, speaker: str, spoken: str, raw) -> bool:
+        """Whether a timed turn, shaped, keeps a pause the run rule reads as its end."""
+        with piece("speak.shape", whole_process=True):
+            turn = finish_turn(self.cfg, voice, speaker, spoken, *raw, None)
+            return bool(self._shape(voice, turn, spoken).long_gaps)
