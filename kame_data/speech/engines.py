@@ -8,13 +8,14 @@ an engine is opened.
 
 from __future__ import annotations
 
-from kame_data.speech import coqui_engine, espeak_engine, hibari_engine, piper_engine
+from kame_data.speech import coqui_engine, espeak_engine, hibari_engine, kokoro_engine, piper_engine
 from kame_data.speech.engine_spec import EngineSpec
 
 # In the order `kame-data doctor` checks them.
 ENGINES: dict[str, EngineSpec] = {spec.name: spec for spec in (
     piper_engine.SPEC,
     hibari_engine.SPEC,
+    kokoro_engine.SPEC,
     espeak_engine.SPEC,
     coqui_engine.SPEC,
 )}

