@@ -28,21 +28,41 @@ def voices_list() -> None:
     for name, members in POOLS.items():
         typer.echo(f"  {name:<14} {', '.join(members)}")
     cached = cached_piper_voices()
-    typer.echo(f"piper voices in {voice_folder()}: {', '.join(cached) or 'none (kame-data voices add)'}")
+    typer.echo(f"piper voices in {voice_folder()} ({{engine: piper, voice: NAME}}): "
+               f"{'' if cached else 'none (kame-data voices add)'}")
+    for name in cached:
+        typer.echo(f"  {name}{_speakers_line(name)}")
+
+
+def _speakers_line(voice: str) -> str:
+    """", 904 speakers (speaker: ID or "*"): p225, p226, ..." for a multi-speaker piper voice."""
+    from kame_data.speech.piper_engine import piper_speakers
+
+    try:
+        speakers = piper_speakers(voice)
+    except (RuntimeError, ValueError, OSError) as e:
+        return f"  (unreadable: {e})"
+    if not speakers:
+        return ""
+    shown = ", ".join(speakers[:6]) + (", ..." if len(speakers) > 6 else "")
+    return f', {len(speakers)} speakers (speaker: ID, or "*" for all): {shown}'
 
 
 @voices_app.command("add")
 def voices_add(model: Path = typer.Argument(..., help="A piper voice .onnx (its .onnx.json beside it)."),
                name: Optional[str] = typer.Option(None, "--name", help="The name recipes use (default: file stem).")) -> None:
     """Copy a downloaded piper voice into the voice cache, so recipes can name it:
-    `{engine: piper, voice: NAME}`. Nothing is downloaded; get voices from piper's own downloader."""
+    `{engine: piper, voice: NAME}`; a multi-speaker model casts one speaker with `speaker: ID` (a
+    name from its speaker_id_map, or a number) or every speaker, each its own voice, with
+    `speaker: "*"`. Nothing is downloaded; get voices from piper's own downloader."""
     from kame_data.speech.piper_engine import add_piper_voice
 
     try:
         dest = add_piper_voice(model, name)
     except (RuntimeError, ValueError, OSError) as e:
         fail(str(e))
-    typer.secho(f"added {dest.stem}: use {{engine: piper, voice: {dest.stem}}}", fg=typer.colors.GREEN)
+    typer.secho(f"added {dest.stem}: use {{engine: piper, voice: {dest.stem}}}{_speakers_line(dest.stem)}",
+                fg=typer.colors.GREEN)
 
 
 @voices_app.command("check")
@@ -65,22 +85,31 @@ def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe who
     threshold = SAME_SPEAKER if threshold is None else threshold
     assistant, users, skipped = _check_pools(recipe)
     voices = list(dict.fromkeys(assistant + users))
-    figures = check_voices(voices, lambda todo: _measure(todo, sentences), sentences)
+    measured: list = []
+    figures = check_voices(voices, lambda todo: _measure(measured.extend(todo) or todo, sentences), sentences)
     report = pool_report(figures, [v.label for v in assistant], [v.label for v in users],
-                         {v.label: f"{v.engine}:{v.voice}" for v in voices}, threshold)
+                         {v.label: f"{v.engine}:{v.voice}#{v.speaker}" for v in voices}, threshold)
     _print_report(report, {v.label: v for v in voices})
     for label, why in skipped:
         typer.secho(f"  skipped {label}: {why}", fg=typer.colors.YELLOW)
+    typer.echo(f"{len(voices)} voices: {len(measured)} measured now, {len(voices) - len(measured)} from the cache")
     if json_out:
         import json
+        from datetime import date
+        from importlib import metadata
 
+        from kame_data.speech.screen import sound_of
+
+        by_label = {v.label: v for v in voices}
         same, different = report.same_and_different()
         json_out.write_text(json.dumps({
             "threshold": threshold, "sentences": sentences, "assistant": report.assistant, "users": report.users,
             "speakers": report.groups.count, "groups": report.groups.groups, "same_speaker": same,
             "different_speakers": different,
-            "voices": {k: {**f.to_json(), "to_assistant": report.to_assistant(k), "closest": report.closest(k)}
-                       for k, f in figures.items()}}, indent=1), "utf-8")
+            "measured": {"date": date.today().isoformat(), "command": "kame-data voices check "
+                         + (recipe or "") + f" --sentences {sentences}", "kame_data": metadata.version("kame-data")},
+            "voices": {k: {**f.to_json(), "sound": sound_of(by_label[k]), "to_assistant": report.to_assistant(k),
+                           "closest": report.closest(k)} for k, f in figures.items()}}, indent=1), "utf-8")
 
 
 def _check_pools(recipe: Optional[str]):
@@ -130,7 +159,7 @@ def _print_report(report, voices) -> None:
         v = voices[label]
         near, sim = report.closest(label)
         role = "assistant" if label in report.assistant else ""
-        typer.echo(f"{label:<14} {v.engine + ':' + v.voice:<20} {f.median_wer:6.3f} {f.halves:7.3f} "
+        typer.echo(f"{label:<14} {v.engine + ':' + v.voice + (f'#{v.speaker}' if v.speaker else ''):<20} {f.median_wer:6.3f} {f.halves:7.3f} "
                    f"{'' if role else format(report.to_assistant(label), '9.3f'):>9}  {near} ({sim:.3f})"
                    + (f"  {role}" if role else ""))
     same, different = report.same_and_different()

@@ -25,6 +25,7 @@ from kame_data.script.config import LlmScriptConfig
 from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
+from kame_data.speech.voices import cast_shares
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class Plan:
     prices: Prices = field(default_factory=Prices)  # the oracle backend's price table
     budget_usd: float | None = None
     speech_seconds: dict[str, float] = field(default_factory=dict)  # audio seconds per TTS engine
+    voices: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> its pool as cast (_cast_summary)
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
     qa: bool = False
     projection: Projection | None = None
@@ -80,8 +82,9 @@ class Plan:
         """Wall time per stage on `res` (None while the size is unknown)."""
         if self.total("dialogues") is None:
             return None
-        self.projection = project(int(self.total("dialogues")), self.speech_seconds, self.llm, self.qa, res,
-                                  calibration or load_calibration())
+        cal = calibration or load_calibration()
+        cal = cal | {"speak_core_s_per_audio_s": _engine_rates(cal, self.speech_seconds, self.notes)}
+        self.projection = project(int(self.total("dialogues")), self.speech_seconds, self.llm, self.qa, res, cal)
         return self.projection
 
     def cpu_hours(self) -> dict[str, float] | None:
@@ -108,8 +111,26 @@ class Plan:
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
-                "cpu_hours": self.cpu_hours(), "steps": list(self.steps),
+                "cpu_hours": self.cpu_hours(), "steps": list(self.steps), "voices": self.voices,
                 **({"projection": self.projection.to_dict()} if self.projection else {})}
+
+
+def _engine_rates(cal: dict[str, Any], engines: dict[str, float], notes: list[str]) -> dict[str, float]:
+    """The calibration's core-s per audio-s by engine, plus an engine it lacks at its `relative_cost`
+    times the calibration's piper rate (a note says so)."""
+    from kame_data.speech.engines import DEFAULT_ENGINE, ENGINES
+
+    rates = dict(cal["speak_core_s_per_audio_s"])
+    for engine in engines:
+        if engine in rates:
+            continue
+        rel = ENGINES[engine].relative_cost
+        if rel is None or DEFAULT_ENGINE not in rates:
+            raise ValueError(f"the calibration has no rate for the {engine} engine: run benchmarks/calibrate.py")
+        rates[engine] = rates[DEFAULT_ENGINE] * rel
+        notes.append(f"{engine}: not in the calibration; counted at {rel:g}x {DEFAULT_ENGINE}'s rate "
+                     f"(the engine table's side-by-side measurement)")
+    return rates
 
 
 def _mean(value: Any) -> float:
@@ -196,7 +217,9 @@ def plan_recipe(recipe: Recipe) -> Plan:
     that have no quota or limit)."""
     cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
     style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
-    rates = {SPEAKER[role]: words_per_second(speak.pool(role)[0]) for role in (ASSISTANT, USER)}
+    shares = {role: cast_shares(speak.pool(role), speak.balance) for role in (ASSISTANT, USER)}
+    rates = {SPEAKER[role]: sum(share * words_per_second(v) for v, share in shares[role].items())
+             for role in (ASSISTANT, USER)}
     gap, lead_in, tail = _gap_mean(speak.gap), _mean(speak.lead_in), _mean(speak.tail)
     default_variants = cfg.script.variants
     oracle_max_tokens = oracle.backend.max_tokens
@@ -207,7 +230,12 @@ def plan_recipe(recipe: Recipe) -> Plan:
                 budget_usd=cfg.budget_usd, qa=speak.qa.enabled)
     plan.compute_s_per_minute = _step_costs(cfg)
     plan.steps = [spec.name for spec, _ in cfg.specs()]
-    engines = {SPEAKER[role]: speak.pool(role)[0].engine for role in (ASSISTANT, USER)}
+    engines: dict[str, dict[str, float]] = {}  # speaker -> engine -> expected share of its speech
+    for role in (ASSISTANT, USER):
+        for v, share in shares[role].items():
+            by_engine = engines.setdefault(SPEAKER[role], {})
+            by_engine[v.engine] = by_engine.get(v.engine, 0.0) + share
+    plan.voices = {role: _cast_summary(shares[role], role, speak) for role in (ASSISTANT, USER)}
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
         if spec.dialogues is not None:
@@ -249,15 +277,32 @@ def plan_recipe(recipe: Recipe) -> Plan:
     return plan
 
 
-def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, str], dialogues: int,
+def _cast_summary(shares: dict, role: str, speak) -> dict[str, Any]:
+    """What the plan says of a role's voices: how many, their engines' shares, and how many
+    speakers a speaker model hears in them where `kame-data voices check` figures exist."""
+    from kame_data.speech.voice_check import pool_summary
+
+    engines: dict[str, float] = {}
+    for v, share in shares.items():
+        engines[v.engine] = engines.get(v.engine, 0.0) + share
+    out: dict[str, Any] = {"voices": [v.label for v in shares], "engines": {k: round(x, 3) for k, x in engines.items()}}
+    if role == USER:
+        summary = pool_summary(speak.pool(ASSISTANT), speak.pool(USER))
+        if summary:
+            out["speakers"], out["measured"] = summary["speakers"], summary["measured"]
+    return out
+
+
+def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, dict[str, float]], dialogues: int,
               oracle_calls: int, oracle_tokens: float, oracle_kind: str, script_calls: int, script_kind: str,
               all_tokens: float) -> None:
     """Accumulate what the projection needs: audio seconds per engine (the dialogue's time split by
     who speaks), and per LLM stage its backend, calls and tokens."""
     spoken = {sp: sum(w.end - w.start for w in words if w.speaker == sp) for sp in engines}
     total = sum(spoken.values()) or 1.0
-    for sp, engine in engines.items():
-        plan.speech_seconds[engine] = plan.speech_seconds.get(engine, 0.0) + audio_s * spoken[sp] / total
+    for sp, by_engine in engines.items():
+        for engine, share in by_engine.items():
+            plan.speech_seconds[engine] = plan.speech_seconds.get(engine, 0.0) + audio_s * spoken[sp] / total * share
     o = plan.llm.setdefault(OracleStage.name, {"kind": oracle_kind, "calls": 0, "tokens": 0.0})
     o["calls"] += dialogues * oracle_calls
     o["tokens"] += dialogues * oracle_tokens
@@ -312,6 +357,12 @@ def format_plan(plan: Plan) -> str:
     else:
         lines.append("estimated cost: $0 (no price table: set oracle.backend.prompt_price_per_million and "
                      "completion_price_per_million for a paid API)")
+    for role, v in plan.voices.items():
+        heard = (f"; {v['speakers']} speakers to the speaker model ({v['measured']} of {len(v['voices'])} voices "
+                 "measured by `kame-data voices check`)") if "speakers" in v else ""
+        engines = ", ".join(f"{e} {x:.0%}" for e, x in sorted(v["engines"].items(), key=lambda kv: -kv[1]))
+        names = ", ".join(v["voices"][:10]) + (", ..." if len(v["voices"]) > 10 else "")
+        lines.append(f"{role} voices: {len(v['voices'])} ({names}); engines by share of dialogues: {engines}{heard}")
     cpu = plan.cpu_hours()
     if cpu:
         unit, scale = ("h", 1) if sum(cpu.values()) >= 1 else ("min", 60)

@@ -83,6 +83,9 @@ class Recipe:
     # Items a step may fail on with an unexpected error (each an internal_error reject) before the run
     # stops: a count, or a fraction of the items below 1. Default: 1% of the items or 20, whichever is larger.
     max_item_errors: Annotated[float, Schema(minimum=0)] | None = None
+    # Worker processes for the pure CPU-bound steps (quality, acoustics) under the local executor
+    # (runner/pooled.py); 1 keeps them in the driver. Default: one per core. Never changes the rows.
+    workers: Annotated[int, Schema(minimum=1)] | None = None
 
     @property
     def base_dir(self) -> Path:

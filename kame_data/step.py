@@ -48,11 +48,14 @@ class Resources:
     itself absorbs them (a worker pool that renders dialogues in parallel, a remote LLM whose
     requests from several batches share one bounded in-flight window); one where order matters.
     `checkpoint`: whether each input's outputs are checkpointed (cheap, stateful steps say no).
+    `processes`: the step is pure and CPU-bound and its records pickle, so the local executor may run
+    it in worker processes, one per core (runner/pooled.py); its outputs do not depend on how many.
     """
 
     cpus: float = 0.1
     concurrent_batches: int = 1
     checkpoint: bool = True
+    processes: bool = False
 
 
 @dataclass(frozen=True)

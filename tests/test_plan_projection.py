@@ -9,6 +9,7 @@ import pytest
 from kame_data.plan import plan_recipe
 from kame_data.projection import Resources, load_calibration, project
 from kame_data.recipe import load_recipe
+from kame_data.speech.voices import POOLS
 from tests.conftest import CLI
 
 CAL = {"machine": "test", "measured": "today", "speak_core_s_per_audio_s": {"piper": 0.2, "espeak": 0.01},
@@ -57,7 +58,11 @@ def test_a_service_backend_runs_at_its_given_throughput_or_is_unknown():
 def test_paper_plan_on_more_cores_takes_less_time():
     plan = plan_recipe(load_recipe("kame_paper"))
     # the user casts the screened pool `users` (hibari, piper variants and Kokoro), not one espeak voice
-    assert {"piper", "hibari"} <= set(plan.speech_seconds) and "espeak" not in plan.speech_seconds
+    assert {"piper", "hibari", "kokoro"} <= set(plan.speech_seconds) and "espeak" not in plan.speech_seconds
+    users = plan.voices["user"]
+    assert users["voices"] == list(POOLS["users"]) and sum(users["engines"].values()) == pytest.approx(1, abs=1e-3)
+    kokoro = plan.speech_seconds["kokoro"] / sum(plan.speech_seconds.values())
+    assert 0.05 < kokoro < users["engines"]["kokoro"]  # a share of the user's speech, none of the assistant's
     assert sum(plan.speech_seconds.values()) / 3600 == pytest.approx(plan.to_dict()["totals"]["audio_hours"], rel=0.01)
     assert plan.llm["oracle"]["calls"] == plan.to_dict()["totals"]["oracle_calls"]
     assert plan.llm["script"]["calls"] == 56582
@@ -72,6 +77,7 @@ def test_cli_prints_wall_time_per_stage_and_the_bounding_stage():
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "wall time on 1 node x 16 cores + 1 GPU" in out
+    assert f"user voices: {len(POOLS['users'])} (heart, " in out and "kokoro" in out
     for stage in ("script", "speak", "oracle", "write"):
         assert any(line.strip().startswith(stage) for line in out.splitlines()), stage
     total = next(line for line in out.splitlines() if line.strip().startswith("total") and "bounded by" in line)

@@ -279,10 +279,15 @@ def _origin(recipe: dict[str, Any], kind: str) -> str:
     return f"{name}: " + ", ".join(where) if where else name
 
 
-def _voice(cfg: dict[str, Any] | list | None, default: VoiceConfig) -> str:
-    """A recipe's voice or pool in words; `default`: the role's voice when the recipe gives none."""
+def _voice(cfg: dict[str, Any] | list | str | None, default: VoiceConfig | str) -> str:
+    """A recipe's voice or pool in words; `default`: the role's voice (or pool name) when the recipe
+    gives none."""
     if isinstance(cfg, list):  # a voice pool: each dialogue draws one
         return "a pool of " + "; ".join(_voice(c, default) for c in cfg)
+    if isinstance(cfg, str) or (not cfg and isinstance(default, str)):  # a catalogue voice or pool by name
+        return f"`{cfg or default}`"
+    if isinstance(default, str):
+        default = VoiceConfig()  # a mapping's engine and voice when it leaves them out
     cfg = cfg or {"engine": default.engine, "voice": default.voice}
     if cfg.get("name"):  # a catalogue voice: its name says it (the Voices table has the rest)
         return f"`{cfg['name']}`"

@@ -23,11 +23,23 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return f"{v:.1%}" if pct else f"{v:g}"
 
 
+def _pool_line(pool: dict[str, Any]) -> str:
+    """The user pool as a speaker model hears it (manifest speak.speaker_pool)."""
+    worst = max(pool.get("to_assistant", {}).items(), key=lambda kv: kv[1], default=None)
+    joined = "; ".join(", ".join(g) for g in pool.get("one_speaker", []))
+    return (f"User pool: {pool['voices']} voices; {pool['speakers']} distinct speakers among the {pool['measured']} "
+            f"measured by `kame-data voices check` (speaker model {pool['speaker_model']}, one speaker at a "
+            f"similarity of {pool['threshold']:g} or more)"
+            + (f"; heard as one speaker: {joined}" if joined else "")
+            + (f"; closest to the assistant: {worst[0]} at {worst[1]:g}" if worst else "") + ".")
+
+
 def speech_sections(manifest: dict[str, Any]) -> list[str]:
     q = manifest.get("quality") or {}
     if not q.get("voices"):
         return []
     screen = (manifest.get("speak") or {}).get("voice_screen") or {}
+    pool = (manifest.get("speak") or {}).get("speaker_pool") or {}
     reply = ((manifest.get("recipe") or {}).get("speak") or {}).get("reply") or {}
     distinct = q.get("distinct_voices") or {}
     lines = ["", "### Voices", "",
@@ -35,12 +47,17 @@ def speech_sections(manifest: dict[str, Any]) -> list[str]:
              + ". Share: of that role's turns. WER: Whisper base against the spoken text, per turn"
              + (" (screening: median over fixed sentences before casting)" if screen else "") + ".", "",
              "| voice | role | turns | share | minutes | median WER | median DNSMOS |"
-             + (" screening WER |" if screen else ""),
-             "|---|---|---|---|---|---|---|" + ("---|" if screen else "")]
+             + (" screening WER |" if screen else "") + (" to the assistant | closest voice |" if pool else ""),
+             "|---|---|---|---|---|---|---|" + ("---|" if screen else "") + ("---|---|" if pool else "")]
+    if pool:
+        lines[4:4] = ["", _pool_line(pool)]
     for label, v in q["voices"].items():
+        near = pool.get("closest", {}).get(label)
         lines.append(f"| {label} | {v['role']} | {v['turns']} | {_fmt(v['share'], True)} | {v['minutes']} | "
                      f"{_fmt(v['median_wer'])} | {_fmt(v['median_dnsmos'])} |"
-                     + (f" {_fmt(screen.get(label))} |" if screen else ""))
+                     + (f" {_fmt(screen.get(label))} |" if screen else "")
+                     + (f" {_fmt(pool.get('to_assistant', {}).get(label))} | "
+                        f"{f'{near[0]} {near[1]:g}' if near else '–'} |" if pool else ""))
     measured = [k for k in _MEASURES if k in q]
     if measured:
         lines += ["", "### Per-turn quality (clean render)", "", "| measure | turns | median | p95 | min | max |",

@@ -170,6 +170,10 @@ def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None
 
             cache = open_cache(cache_path) if cache_path else None
             stages = config.build_steps(RunContext(seed=config.seed, cache=cache, meter=config.meter()))
+            if executor == "local":  # Ray spreads steps over its own processes
+                from kame_data.runner.pooled import pooled
+
+                stages = pooled(stages, config.recipe.workers)
         store = CheckpointStore(checkpoints or out_dir / ".checkpoints") if resume else None
         if store is not None and checkpoints and store.storage.is_local:
             # A killed run's half-written checkpoints; a shared folder may hold another live run's.

@@ -57,3 +57,10 @@ class EngineSpec:
     tempo: Tempo  # the knob the renderer turns when a turn must be spoken faster
     words_per_second: float  # typical speaking rate at the knobs' defaults (`kame-data plan`)
     check: EngineCheck | None = None  # None: the doctor has no voice to try (user-supplied models only)
+    # core-s per audio-s relative to piper's, measured side by side on one idle machine: `kame-data plan`
+    # counts an engine the calibration lacks at the calibration's piper rate times this (None: unknown)
+    relative_cost: float | None = None
+    # speakers(voice): the speakers of a multi-speaker voice, () for one speaker (reads metadata, loads no model)
+    speakers: Callable[[str], tuple[str, ...]] | None = None
+    # identity(voice): what names the voice's model files (a hash), so cached figures follow a replaced file
+    identity: Callable[[str], str] | None = None

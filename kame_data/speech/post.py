@@ -32,7 +32,7 @@ class QualityStage(Step[RenderedDialogue, RenderedDialogue | Reject]):
 
     @property
     def resources(self) -> Resources:
-        return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled)
+        return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled, processes=self.cfg.enabled)
 
     def setup(self) -> None:
         if self.cfg.enabled and self.meter is None:
@@ -67,7 +67,7 @@ class AcousticsStage(Step[RenderedDialogue, RenderedDialogue]):
 
     @property
     def resources(self) -> Resources:
-        return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled)
+        return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled, processes=self.cfg.enabled)
 
     def _apply(self, r: RenderedDialogue) -> RenderedDialogue:
         spans = [(w.start, w.end) for w in r.words if w.speaker == SPEAKER[USER]]

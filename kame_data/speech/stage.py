@@ -135,7 +135,13 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self.renderer.dropped = self.dropped
 
     def summary(self) -> dict:
-        return {"voice_screen": self.screened} if self.screened else {}
+        """The manifest's `speak`: screening WERs, and the user pool's speaker figures where the
+        voices have been measured (speech/voice_check.py: `kame-data voices check`, or shipped)."""
+        from kame_data.speech.voice_check import pool_summary
+
+        out = {"voice_screen": self.screened} if self.screened else {}
+        pool = pool_summary(self.cfg.assistant, self.cfg.user)
+        return out | ({"speaker_pool": pool} if pool else {})
 
 
 def _doctor(cfg: SpeakConfig) -> dict:

@@ -39,6 +39,9 @@ class VoiceConfig:
     rate: Annotated[int, Schema(minimum=80, maximum=450)] = 165  # espeak: words per minute
     pitch: Annotated[int, Schema(minimum=0, maximum=99)] = 50  # espeak: base pitch
     speed: Annotated[float, Schema(minimum=0.5, maximum=2.0)] = 1.0  # hibari, coqui: > 1 speaks faster
+    # piper: one speaker of a multi-speaker model (a name in its speaker_id_map, or its number without one); in a
+    # recipe, "*" casts every speaker of the model, each its own voice
+    speaker: str | int = ""
     # > 1: a shorter vocal tract (brighter, more female); < 1: longer
     formant_shift: Annotated[float, Schema(minimum=0.5, maximum=2.0)] = 1.0
     pitch_median: Annotated[float, Schema(minimum=0, maximum=500)] = 0.0  # Hz; 0 keeps the voice's own
@@ -51,12 +54,16 @@ class VoiceConfig:
     # A voice mapping gives `engine` (an engine voice) or `name` (a catalogue voice, its tags changed).
     schema_rules: ClassVar[dict[str, Any]] = {"anyOf": [{"required": ["engine"]}, {"required": ["name"]}]}
 
+    def __post_init__(self):
+        if not isinstance(self.speaker, str):  # `speaker: 3` in YAML names the same voice as "3"
+            object.__setattr__(self, "speaker", str(self.speaker))
+
     @property
     def label(self) -> str:
         """`name`, else `engine:voice` plus the knobs that differ from their defaults, so variants stay apart."""
         if self.name:
             return self.name
-        knobs = [f"{k}={getattr(self, k):g}" for k in knobs_of(self.engine) + VARIANT_KNOBS
+        knobs = [f"{k}={_show(getattr(self, k))}" for k in knobs_of(self.engine) + VARIANT_KNOBS
                  if getattr(self, k) != _default(k)]
         return f"{self.engine}:{self.voice}" + (f"({','.join(knobs)})" if knobs else "")
 
@@ -82,6 +89,10 @@ class VoiceConfig:
     def base(self) -> "VoiceConfig":
         """The engine voice a variant is made from (itself when it is not a variant)."""
         return replace(self.sound, **{k: _default(k) for k in VARIANT_KNOBS})
+
+
+def _show(value) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
 
 
 @functools.cache

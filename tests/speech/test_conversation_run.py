@@ -1,5 +1,5 @@
 """Conversations through `kame-data run`: the quickstart's turn-taking, figures and export, and a
-recipe of 40 dialogues whose user pool of six voices stays intelligible (median WER at most 5% per
+recipe of 40 dialogues whose default user pool (at least eight voices) stays intelligible (median WER at most 5% per
 voice) with every voice and its share on the card."""
 
 import json
@@ -56,9 +56,8 @@ def test_quickstart_turn_taking_figures_and_export(quickstart_out, tmp_path):
     assert with_bc >= 1
 
 
-# Six of the seven bundled user voices: joe-light passed screening but its turns came out at a
-# median WER of 5.06% in this run (the bound is 5%), so it is left out of this pool.
-USER_POOL = ["heart", "heart-low", "heart-high", "heart-m", "joe-f", "joe-mid"]
+# The catalogue's default user pool (`users`): nine voices a speaker model calls nine people.
+USER_POOL = "users"
 
 
 def _recipe(path: Path, base_url: str) -> Path:
@@ -74,10 +73,10 @@ def _recipe(path: Path, base_url: str) -> Path:
     return path
 
 
-@pytest.mark.xfail(reason="piper-based speaker variants sit at the 5% WER bound: "
-                          "joe-light measured 5.06% and joe-f 5.41% median WER in 40-dialogue runs", strict=False)
+@pytest.mark.xfail(reason="the default pool casts 8 voices in 40 dialogues, but gongitsune-m's real turns measured "
+                          "a median WER of 5.48% (5 turns; kumo 4.4%, joe-f 3.85%): issue 33", strict=False)
 def test_forty_dialogues_with_a_diverse_user_pool(tmp_path):
-    """A user pool of at least 6 distinct voices (bundled + variants) and the assistant on
+    """The default user pool casts at least 8 distinct voices and the assistant keeps
     one voice; every voice used has a median WER of at most 5%, and the card lists them with shares."""
     out = tmp_path / "out"
     with LoopbackServer() as srv:
@@ -97,7 +96,7 @@ def test_forty_dialogues_with_a_diverse_user_pool(tmp_path):
             wers[(t["role"], t["voice"])].append(t["wer"])
     assistant = {v for role, v in wers if role == "assistant"}
     users = {v for role, v in wers if role == "user"}
-    assert assistant == {"joe"} and len(users) >= 6, wers.keys()
+    assert assistant == {"joe"} and len(users) >= 8, wers.keys()
     for key, xs in wers.items():
         assert np.median(xs) <= 0.05, (key, xs)
     manifest = json.loads((out / "manifest.json").read_text())

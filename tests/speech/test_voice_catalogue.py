@@ -13,7 +13,7 @@ from kame_data.recipe import build_config
 from kame_data.speech.config import SpeakConfig
 from kame_data.speech.piper_engine import add_piper_voice, piper_files
 from kame_data.speech.voice import VoiceConfig, open_engine
-from kame_data.speech.voices import BUNDLED, POOLS, cast, resolve
+from kame_data.speech.voices import BUNDLED, POOLS, cast, cast_shares, resolve
 from kame_data.text import to_spoken
 from tests.speech.test_voices import _ltas
 
@@ -46,6 +46,19 @@ def test_casting_is_seeded_weighted_and_balanced():
     heavy = [VoiceConfig("piper", "joe", name="a", weight=3), VoiceConfig("piper", "joe", name="b", weight=1)]
     share = Counter(cast(heavy, f"k{i}")[0].label for i in range(4000))["a"] / 4000
     assert abs(share - 0.75) < 0.03
+    # the shares `kame-data plan` counts are the ones casting draws
+    users = resolve("users", "user")
+    expected = cast_shares(users, "sex")
+    drawn = Counter(cast(users, f"3:voice:d-{i}:user", balance="sex")[0] for i in range(6000))
+    assert sum(expected.values()) == pytest.approx(1.0)
+    assert all(abs(drawn[v] / 6000 - expected[v]) < 0.02 for v in users), (drawn, expected)
+    assert cast_shares(heavy)[heavy[0]] == pytest.approx(0.75)
+
+
+def test_the_default_user_voice_is_the_screened_pool():
+    cfg = build_config(SpeakConfig, {})
+    assert [v.label for v in cfg.user] == list(POOLS["users"]) and len(cfg.user) >= 8
+    assert [v.label for v in cfg.assistant] == ["joe"]
 
 
 def test_piper_voices_added_to_the_cache_are_found_by_name(tmp_path, monkeypatch):
