@@ -70,7 +70,7 @@ schema: setup
 
 # Everything, the slow tier too (real engines, Ray clusters, quickstart builds): what CI runs.
 test-all: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=40
 
 # Re-resolve the locks from pyproject.toml's ranges (plus requirements/pins.in) and strip local
 # version labels (torch 2.13.0+cpu -> 2.13.0), so the locks name releases, not one machine's files.

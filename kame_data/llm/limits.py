@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import random
 import time
 from email.utils import parsedate_to_datetime
@@ -12,6 +14,58 @@ from kame_data.errors import RunAbort
 
 class BackendUnavailable(RunAbort):
     """Too many consecutive failures: the service is down or misconfigured; the run aborts."""
+
+
+class PriorityGate:
+    """A bounded window of requests in flight that admits the lowest priority first (FIFO among
+    equals), where asyncio's Semaphore admits in arrival order.
+
+    The OpenAI backend gives each request its batch's arrival number, so the dialogues that came
+    first are answered first: a run cut short (a budget, an outage) leaves finished dialogues rather
+    than every dialogue half asked, and finished dialogues reach the writer sooner."""
+
+    def __init__(self, capacity: int):
+        self._free = capacity
+        self._waiting: list[tuple[tuple, int, asyncio.Future]] = []
+        self._order = itertools.count()
+
+    async def acquire(self, priority: tuple = ()) -> None:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+            return
+        fut = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (priority, next(self._order), fut))
+        try:
+            await fut
+        except BaseException:
+            if fut.done() and not fut.cancelled():
+                self.release()  # admitted and cancelled in the same step: hand the slot on
+            else:
+                self._waiting = [w for w in self._waiting if w[2] is not fut]
+                heapq.heapify(self._waiting)
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, fut = heapq.heappop(self._waiting)
+            if not fut.done():
+                fut.set_result(None)  # the slot passes straight to the waiter
+                return
+        self._free += 1
+
+    def slot(self, priority: tuple = ()) -> "_Slot":
+        return _Slot(self, priority)
+
+
+class _Slot:
+    def __init__(self, gate: PriorityGate, priority: tuple):
+        self.gate, self.priority = gate, priority
+
+    async def __aenter__(self) -> None:
+        await self.gate.acquire(self.priority)
+
+    async def __aexit__(self, *exc) -> None:
+        self.gate.release()
 
 
 class RateLimiter:

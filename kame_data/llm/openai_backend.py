@@ -33,7 +33,7 @@ from kame_data.llm import activity
 from kame_data.llm.accounting import OK, STOP, Account, BudgetExceeded, prompt_token_bound
 from kame_data.llm.base import REFUSED, AnswerHook, Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.health import ServiceHealth, Trouble, outage_items_for
-from kame_data.llm.limits import RateLimiter, backoff_delay
+from kame_data.llm.limits import PriorityGate, RateLimiter, backoff_delay
 from kame_data.llm.service_errors import REFUSAL, BackendConfigError, attempt_failure, secs
 from kame_data.scrub import register_secret
 
@@ -96,6 +96,7 @@ class OpenAIBackend(ChatBackend):
         self._pause_reason = ""
         self._paused_at_announce = 0.0
         self._calls = 0  # calls of `complete`: requests without an item are one item per call
+        self._rank: dict[str, int] = {}  # item -> the order it was first seen in (a few bytes a dialogue)
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None  # started on first use, on its own thread
 
@@ -134,7 +135,7 @@ class OpenAIBackend(ChatBackend):
 
         self._client = AsyncOpenAI(api_key=self._api_key, base_url=self.base_url, timeout=self.timeout,
                                    max_retries=0)
-        self._gate = asyncio.Semaphore(self.concurrency)
+        self._gate = PriorityGate(self.concurrency)
         self._limiter = RateLimiter(self.rpm, self.tpm)
 
     def close(self) -> None:
@@ -149,8 +150,10 @@ class OpenAIBackend(ChatBackend):
         items = [r.item or f"call-{self._calls}" for r in requests]
         for item in set(items):
             self.health.open(item)
-        tasks = [asyncio.ensure_future(self._one(i, r, item, on_answer))
-                 for i, (r, item) in enumerate(zip(requests, items))]
+        # Items seen first are admitted first (limits.PriorityGate), their retry rounds included.
+        ranks = [self._rank.setdefault(item, len(self._rank)) for item in items]
+        tasks = [asyncio.ensure_future(self._one(i, r, item, on_answer, (rank, i)))
+                 for i, (r, item, rank) in enumerate(zip(requests, items, ranks))]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:
@@ -176,8 +179,9 @@ class OpenAIBackend(ChatBackend):
                 return False
             await asyncio.sleep(_RESERVE_POLL)  # requests in flight may settle below their reservation
 
-    async def _one(self, index: int, req: ChatRequest, item: str, on_answer: AnswerHook | None) -> ChatResult:
-        result = await self._attempts(self._client, self._limiter, self._gate, req, item)
+    async def _one(self, index: int, req: ChatRequest, item: str, on_answer: AnswerHook | None,
+                   priority: tuple) -> ChatResult:
+        result = await self._attempts(self._client, self._limiter, self._gate, req, item, priority)
         if on_answer is not None and result.error != BUDGET:
             try:
                 on_answer(index, result)
@@ -185,8 +189,8 @@ class OpenAIBackend(ChatBackend):
                 log.exception("storing an answer failed")
         return result
 
-    async def _attempts(self, client, limiter: RateLimiter, gate: asyncio.Semaphore, req: ChatRequest,
-                        item: str) -> ChatResult:
+    async def _attempts(self, client, limiter: RateLimiter, gate: PriorityGate, req: ChatRequest,
+                        item: str, priority: tuple = ()) -> ChatResult:
         """Attempts until an answer, a refusal, the last retry, or the item's deadline
         (llm/health.py says whose fault a failure is); a 429 during a backend-wide pause is the
         backend's and costs the request no retry."""
@@ -196,7 +200,7 @@ class OpenAIBackend(ChatBackend):
         attempt = 0
         while True:
             retry_after, said, started = None, "", 0.0
-            async with gate:
+            async with gate.slot(priority):
                 probe = await self._admit()
                 try:
                     health.check()  # checked once in the window: the item or the service may be done for meanwhile

@@ -9,6 +9,7 @@ import pytest
 from kame_data.recipe import build_config
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
 from kame_data.speech.voice import VoiceConfig, open_engine
+from kame_data.speech.voices import resolve, role_default
 from kame_data.speech.mix import SpokenTurn, mix_turns
 from kame_data.speech.stage import GapConfig, SpeakConfig, SpeakStage
 from kame_data.text import spoken_words, to_spoken
@@ -55,7 +56,9 @@ def test_rendered_dialogue(stage):
     first_a = min(w["start"] for w in words if w["speaker"] == "A")
     assert 0.1 < first_a - last_b < 1.2
     assert_speech_only_at_words(r.audio.astype(np.float32) / 32768, r.sample_rate, words)
-    assert r.timings[0].voice == "espeak:en-us+f3" and r.timings[1].voice == "piper:joe"
+    # the catalogue's role defaults: a voice of the user pool, and Joe for the assistant
+    users = {v.label for v in resolve(role_default("user"), "user")}
+    assert r.timings[0].voice in users and r.timings[1].voice == resolve(role_default("assistant"), "assistant")[0].label
     assert r.clipped_samples == 0 and r.turn_wer == ()  # QA is off by default
 
 
