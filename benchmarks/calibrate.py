@@ -15,7 +15,12 @@ so start-up and model loading drop out:
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
+Yields: the share of a source's rows the template script keeps (`--until script` over every fixture
+row of each kind, tests/data/sources/), with the reasons of the rest; `plan` multiplies a source's
+items by it. `--only yields` measures them alone and keeps the stored rates.
+
     python benchmarks/calibrate.py [--items 2 8] [--write]   # --write: into kame_data/calibration.json
+    python benchmarks/calibrate.py --only yields --write
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "vo
           "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
           "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1})}
 LLAMA = {"kind": "llamacpp", "threads": 1, "max_tokens": 48, "temperature": 0.7}
+# Every fixture row of each source kind the plan knows (real benchmark rows; HSSBench's are our own
+# rows in its format, SOURCES.md)
+YIELD_ROWS = {"mmlu_pro": "mmlu_pro_test_300.jsonl", "gsm8k": "gsm8k_test_200.jsonl",
+              "hssbench": "hssbench_own.jsonl", "mt_bench": "mt_bench_questions.jsonl"}
 
 
 def tree_cpu(proc: subprocess.Popen, interval: float = 0.1) -> float:
@@ -97,6 +106,38 @@ def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dic
     return res
 
 
+def script_yields(tmp: Path) -> dict:
+    """Per source kind: rows, the share kept as dialogues by the default template script (one
+    variant), and each reject reason's share."""
+    out = {}
+    for kind, name in YIELD_ROWS.items():
+        rows_file = ROOT / "tests" / "data" / "sources" / name
+        rows = sum(1 for line in rows_file.open(encoding="utf-8") if line.strip())
+        recipe = tmp / f"yield-{kind}.yaml"
+        recipe.write_text(yaml.safe_dump({"name": f"yield-{kind}", "seed": 11,
+                                          "sources": [{"kind": kind, "path": str(rows_file)}]}), "utf-8")
+        res = subprocess.run(CLI + ["run", str(recipe), "--out", str(tmp / f"yield-{kind}"), "-q", "--no-cache",
+                                    "--until", "script"], capture_output=True, text=True)
+        if res.returncode:
+            raise SystemExit(f"yield {kind}: kame-data run failed\n{res.stderr[-3000:]}")
+        kept = {json.loads(x)["item_id"] for x in (tmp / f"yield-{kind}" / "scripts.jsonl").open(encoding="utf-8") if x.strip()}
+        reasons: dict[str, dict[str, int]] = {"sources": {}, "script": {}}
+        for line in (tmp / f"yield-{kind}" / "rejects.jsonl").open(encoding="utf-8"):
+            if line.strip():
+                r = json.loads(line)
+                by = reasons.setdefault(r["stage"], {})
+                by[r["reason"]] = by.get(r["reason"], 0) + 1
+        passed = rows - sum(reasons["sources"].values())  # what a quota or per-category sample draws from
+        out[kind] = {"rows": rows, "kept": round(len(kept) / rows, 4),
+                     "script_kept": round(len(kept) / max(1, passed), 4),
+                     "rejects": {stage: {k: round(v / rows, 4) for k, v in sorted(by.items())}
+                                 for stage, by in reasons.items()}}
+        print(f"  yield {kind:<9} {len(kept):>3} of {rows} rows kept ({passed} past the sources step); "
+              f"rejects {reasons}", flush=True)
+    return {"measured": datetime.date.today().isoformat(), "file_rows": "tests/data/sources/",
+            "script": "the default template script, one variant", "sources": out}
+
+
 def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:
     return (large[what] - small[what]) / max(1e-9, large[key] - small[key])
 
@@ -105,8 +146,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
+    ap.add_argument("--only", choices=["yields"], help="measure only this part; keep the stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
+    path = ROOT / "kame_data" / "calibration.json"
+    if args.only == "yields":
+        with tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
+            cal = {**json.loads(path.read_text("utf-8")), "yields": script_yields(Path(d))}
+        print(json.dumps(cal["yields"], indent=2))
+        if args.write:
+            path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
+            print(f"wrote {path}")
+        return
     espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
     with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
         tmp = Path(d)
@@ -129,6 +180,7 @@ def main() -> None:
         calls = s2["manifest"]["llm_script"]["calls"] - s1["manifest"]["llm_script"]["calls"]
         # Minus the speech of the extra dialogues (espeak) and their template-rate share.
         rewrite = (s2["cpu"] - s1["cpu"] - speech["espeak"] * (s2["audio"] - s1["audio"])) / max(1, calls)
+        yields = script_yields(tmp)
     cal = {
         "measured": datetime.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores, CPU seconds of each run's process tree",
@@ -140,10 +192,10 @@ def main() -> None:
         "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
                                 "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
                      "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls}},
+        "yields": yields,
     }
     print(json.dumps(cal, indent=2))
     if args.write:
-        path = ROOT / "kame_data" / "calibration.json"
         path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
         print(f"wrote {path}")
 

@@ -53,7 +53,8 @@ class SourcePlan:
     origin: str  # local file or hub id
     items: int | None
     items_from: str  # quota | limit | per_category | rows | unknown
-    dialogues: int | None
+    dialogues: int | None  # as the recipe asks
+    kept: int | None  # expected after the sources and script steps' rejects (the calibration's yield)
     seconds_per_dialogue: float
     audio_hours: float | None
     script_calls: int | None
@@ -80,18 +81,18 @@ class Plan:
 
     def project(self, res: Resources, calibration: dict[str, Any] | None = None) -> Projection | None:
         """Wall time per stage on `res` (None while the size is unknown)."""
-        if self.total("dialogues") is None:
+        if self.total("kept") is None:
             return None
         cal = calibration or load_calibration()
         cal = cal | {"speak_core_s_per_audio_s": _engine_rates(cal, self.speech_seconds, self.notes)}
-        self.projection = project(int(self.total("dialogues")), self.speech_seconds, self.llm, self.qa, res, cal)
+        self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, self.qa, res, cal)
         return self.projection
 
     def cpu_hours(self) -> dict[str, float] | None:
         """CPU hours per step for the whole recipe (None while the audio length is unknown)."""
-        if any(sp.dialogues is None for sp in self.sources):
+        if any(sp.kept is None for sp in self.sources):
             return None
-        minutes = sum(sp.dialogues * sp.seconds_per_dialogue / 60 for sp in self.sources)
+        minutes = sum(sp.kept * sp.seconds_per_dialogue / 60 for sp in self.sources)
         return {k: round(v * minutes / 3600, 3) for k, v in self.compute_s_per_minute.items()}
 
     @property
@@ -106,7 +107,7 @@ class Plan:
         return None if any(v is None for v in values) else sum(values)
 
     def to_dict(self) -> dict[str, Any]:
-        keys = ("items", "dialogues", "audio_hours", "script_calls", "oracle_calls", "prompt_tokens",
+        keys = ("items", "dialogues", "kept", "audio_hours", "script_calls", "oracle_calls", "prompt_tokens",
                 "completion_tokens")
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
@@ -131,6 +132,36 @@ def _engine_rates(cal: dict[str, Any], engines: dict[str, float], notes: list[st
         notes.append(f"{engine}: not in the calibration; counted at {rel:g}x {DEFAULT_ENGINE}'s rate "
                      f"(the engine table's side-by-side measurement)")
     return rates
+
+
+def _after_yield(name: str, kind: str, dialogues: int | None, items_from: str, style: str, yields: dict[str, Any],
+                 notes: list[str]) -> int | None:
+    """The dialogues left once the sources and script steps have rejected what they reject: the
+    share of fixture rows of this kind the calibration saw them keep. A quota or per-category
+    sample is drawn from the items past the source filters, so only the script's share applies."""
+    y = yields.get("sources", {}).get(kind)
+    if dialogues is None or not y:
+        return dialogues
+    sampled = items_from in ("quota", "per_category")
+    if style != "template":  # the calibration measured the template script; other styles keep their own share
+        y = {**y, "kept": round(y["kept"] / max(1e-9, y["script_kept"]), 4), "script_kept": 1.0,
+             "rejects": {"sources": y["rejects"].get("sources", {})}}
+    share = y["script_kept"] if sampled else y["kept"]
+    if share >= 1.0:
+        return dialogues
+    kept = round(dialogues * share)
+    rejects: dict[str, float] = {}
+    for stage, by in y["rejects"].items():
+        for reason, v in by.items() if stage == "script" or not sampled else ():
+            rejects[reason] = rejects.get(reason, 0.0) + v  # a reason both steps give, summed
+    worst = sorted(rejects.items(), key=lambda kv: -kv[1])[:3]
+    why = ", ".join(f"{reason} {v:.1%}" for reason, v in worst) or "none"
+    whose = "of the items past the source filters" if sampled else "of the rows"
+    if style != "template":
+        whose += " (the source filters' share; the template script's own rejects are not counted)"
+    notes.append(f"{name}: {dialogues:,} dialogues asked, {kept:,} expected: the script keeps {share:.1%} {whose} "
+                 f"(rejects, of {y['rows']} fixture {kind} rows: {why}; calibration of {yields['measured']})")
+    return kept
 
 
 def _mean(value: Any) -> float:
@@ -236,12 +267,15 @@ def plan_recipe(recipe: Recipe) -> Plan:
             by_engine = engines.setdefault(SPEAKER[role], {})
             by_engine[v.engine] = by_engine.get(v.engine, 0.0) + share
     plan.voices = {role: _cast_summary(shares[role], role, speak) for role in (ASSISTANT, USER)}
+    yields = load_calibration().get("yields", {})
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
         if spec.dialogues is not None:
             dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
         else:
             dialogues = None if items is None else items * (spec.variants or default_variants)
+        asked, dialogues = dialogues, _after_yield(spec.name or spec.kind, spec.kind, dialogues, items_from, style,
+                                                yields, plan.notes)
         turns = _turn_words(spec.kind, style, llm)
         words = _synthetic_words(turns, rates, lead_in, gap)
         seconds = (words[-1].end + tail) if words else 0.0
@@ -250,7 +284,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
         per_dialogue_prompt = oracle_chars / CHARS_PER_TOKEN
         per_dialogue_completion = oracle_calls * min(oracle_max_tokens, ORACLE_REPLY_WORDS * TOKENS_PER_WORD)
         oracle_tokens = per_dialogue_prompt + per_dialogue_completion
-        script_calls = 0 if style != "llm" else (dialogues or 0)
+        script_calls = 0 if style != "llm" else (asked or 0)  # every item is scripted, kept or not
         if style == "llm":
             per_dialogue_prompt += REWRITE_PROMPT_CHARS.get(spec.kind, 1500) / CHARS_PER_TOKEN
             per_dialogue_completion += min(rewrite_max_tokens, spoken_words * TOKENS_PER_WORD + 4 * len(turns))
@@ -260,7 +294,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
                       backend.kind, script_calls, llm.backend.kind, per_dialogue_prompt + per_dialogue_completion)
         plan.sources.append(SourcePlan(
             source=spec.name or spec.kind, kind=spec.kind, origin=spec.path or spec.hub or "", items=items,
-            items_from=items_from, dialogues=dialogues, seconds_per_dialogue=round(seconds, 1),
+            items_from=items_from, dialogues=asked, kept=dialogues, seconds_per_dialogue=round(seconds, 1),
             audio_hours=round(dialogues * seconds / 3600, 1) if known else None,
             script_calls=script_calls if known else None,
             oracle_calls=dialogues * oracle_calls if known else None,
@@ -327,22 +361,22 @@ def _fmt(v: int | float | None, digits: int = 0) -> str:
 
 def format_plan(plan: Plan) -> str:
     """The plan as a table for the terminal."""
-    head = f"{'source':<12} {'items':>9} {'dialogues':>10} {'s/dialogue':>10} {'audio h':>9} {'LLM calls':>12} " \
-           f"{'prompt tok':>14} {'output tok':>13}"
+    head = f"{'source':<12} {'items':>9} {'dialogues':>10} {'kept':>10} {'s/dialogue':>10} {'audio h':>9} " \
+           f"{'LLM calls':>12} {'prompt tok':>14} {'output tok':>13}"
     lines = [f"plan for recipe {plan.recipe!r} (script style: {plan.style})",
              "steps: " + " -> ".join(plan.steps) + " (kame-data steps)", "", head, "-" * len(head)]
 
-    def row(name, items, dialogues, secs, hours, calls, prompt, completion):
-        return (f"{name:<12} {_fmt(items):>9} {_fmt(dialogues):>10} {secs:>10} {_fmt(hours, 1):>9} {_fmt(calls):>12} "
-                f"{_fmt(prompt):>14} {_fmt(completion):>13}")
+    def row(name, items, dialogues, kept, secs, hours, calls, prompt, completion):
+        return (f"{name:<12} {_fmt(items):>9} {_fmt(dialogues):>10} {_fmt(kept):>10} {secs:>10} {_fmt(hours, 1):>9} "
+                f"{_fmt(calls):>12} {_fmt(prompt):>14} {_fmt(completion):>13}")
 
     for s in plan.sources:
         calls = None if s.oracle_calls is None else s.oracle_calls + (s.script_calls or 0)
-        lines.append(row(s.source, s.items, s.dialogues, f"{s.seconds_per_dialogue:.0f}", s.audio_hours, calls,
+        lines.append(row(s.source, s.items, s.dialogues, s.kept, f"{s.seconds_per_dialogue:.0f}", s.audio_hours, calls,
                          s.prompt_tokens, s.completion_tokens))
     t = plan.to_dict()["totals"]
     calls = None if t["oracle_calls"] is None else t["oracle_calls"] + (t["script_calls"] or 0)
-    lines += ["-" * len(head), row("total", t["items"], t["dialogues"], "", t["audio_hours"], calls,
+    lines += ["-" * len(head), row("total", t["items"], t["dialogues"], t["kept"], "", t["audio_hours"], calls,
                                    t["prompt_tokens"], t["completion_tokens"])]
     if plan.style == "llm" and t["script_calls"] is not None:
         lines.append(f"LLM calls: {_fmt(t['script_calls'])} script rewrites + {_fmt(t['oracle_calls'])} oracle "

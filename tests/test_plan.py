@@ -1,9 +1,11 @@
 """`kame-data plan`: totals from the recipe alone, nothing downloaded or run."""
 
 import json
+from pathlib import Path
 import subprocess
 
 import pytest
+import yaml
 
 from kame_data.plan import format_plan, plan_recipe
 from kame_data.recipe import load_recipe
@@ -94,3 +96,37 @@ def test_plan_prices_and_budget(tmp_path):
     assert t["cost_usd"] == pytest.approx((t["prompt_tokens"] * 0.10 + t["completion_tokens"] * 0.40) / 1e6)
     text = format_plan(plan)
     assert "estimated cost: $" in text and "budget: $0.5 will stop the run" in text
+
+
+def test_the_plan_counts_what_the_script_keeps(monkeypatch, no_downloads, tmp_path):
+    """A source's dialogues shrink by the share of its rows the calibration saw the script keep
+    (`benchmarks/calibrate.py --only yields`); audio, calls and tokens follow the kept dialogues."""
+    import kame_data.plan as plan_mod
+
+    cal = {k: v for k, v in plan_mod.load_calibration().items() if k != "yields"}
+    yields = {"measured": "2026-12-03", "sources": {"mmlu_pro": {
+        "rows": 300, "kept": 0.7, "script_kept": 0.75,
+        "rejects": {"sources": {"needs_image": 0.05}, "script": {"too_long": 0.188}}}}}
+    monkeypatch.setattr(plan_mod, "load_calibration", lambda: cal)
+    template = tmp_path / "paper_template.yaml"
+    raw = yaml.safe_load(Path("recipes/kame_paper.yaml").read_text())
+    raw["script"] = {**raw.get("script", {}), "style": "template"}
+    for s in raw["sources"]:
+        if s.get("path"):
+            s["path"] = str(Path("recipes") / s["path"])
+    template.write_text(yaml.safe_dump(raw))
+    full = plan_recipe(load_recipe(template))
+    monkeypatch.setattr(plan_mod, "load_calibration", lambda: {**cal, "yields": yields})
+    plan = plan_recipe(load_recipe(template))
+    llm_style = plan_recipe(load_recipe("recipes/kame_paper.yaml"))  # a quota, and rewrites the template's rejects do not measure
+    assert next(s for s in llm_style.sources if s.kind == "mmlu_pro").kept == 22800
+    mmlu = next(s for s in plan.sources if s.kind == "mmlu_pro")
+    before = next(s for s in full.sources if s.kind == "mmlu_pro")
+    assert mmlu.dialogues == before.dialogues == 22800 and mmlu.kept == 17100
+    assert mmlu.oracle_calls == round(before.oracle_calls * 0.75)
+    # the paper recipe samples a quota from the items past the source filters: the script's share only
+    assert any(n.startswith("mmlu_pro: 22,800 dialogues asked, 17,100 expected") and "too_long 18.8%" in n
+               and "needs_image" not in n for n in plan.notes), plan.notes
+    gsm = [s for s in plan.sources if s.kind == "gsm8k"]
+    assert all(s.kept == s.dialogues for s in gsm)  # no yield stored for it here: nothing assumed
+    assert "17,100" in format_plan(plan)

@@ -24,13 +24,15 @@ so the cache keeps it) and then raises BudgetExceeded."""
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import logging
 import os
 import threading
 import time
 
 from kame_data.llm import activity
-from kame_data.llm.accounting import OK, STOP, Account, BudgetExceeded, prompt_token_bound
+from kame_data.llm.accounting import OK, WAIT, Account, BudgetExceeded, prompt_token_bound
 from kame_data.llm.base import REFUSED, AnswerHook, Capabilities, ChatBackend, ChatRequest, ChatResult
 from kame_data.llm.health import ServiceHealth, Trouble, outage_items_for
 from kame_data.llm.limits import PriorityGate, RateLimiter, backoff_delay
@@ -97,6 +99,8 @@ class OpenAIBackend(ChatBackend):
         self._paused_at_announce = 0.0
         self._calls = 0  # calls of `complete`: requests without an item are one item per call
         self._rank: dict[str, int] = {}  # item -> the order it was first seen in (a few bytes a dialogue)
+        self._budget_queue: list[tuple[tuple, int]] = []  # requests waiting for budget, earliest dialogue first
+        self._budget_order = itertools.count()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None  # started on first use, on its own thread
 
@@ -169,15 +173,26 @@ class OpenAIBackend(ChatBackend):
                         self.gave_up[trouble.error] = self.gave_up.get(trouble.error, 0) + 1
                     activity.report(activity.ItemSettled(item))
 
-    async def _reserve(self, nano: int) -> bool:
-        """Hold `nano` on the meter; False when the budget is spent."""
-        while True:
+    async def _reserve(self, nano: int, priority: tuple = ()) -> bool:
+        """Hold `nano` on the meter; False when the budget is spent. While requests wait for budget
+        to free up, the one of the earliest dialogue goes first (as at the gate): a run near its
+        budget finishes the dialogues it began first instead of paying a little for each."""
+        if not self._budget_queue:
             verdict = self.meter.reserve(nano)
-            if verdict == OK:
-                return True
-            if verdict == STOP:
-                return False
-            await asyncio.sleep(_RESERVE_POLL)  # requests in flight may settle below their reservation
+            if verdict != WAIT:
+                return verdict == OK
+        entry = (priority, next(self._budget_order))
+        heapq.heappush(self._budget_queue, entry)
+        try:
+            while True:
+                if self._budget_queue[0] == entry:
+                    verdict = self.meter.reserve(nano)
+                    if verdict != WAIT:
+                        return verdict == OK
+                await asyncio.sleep(_RESERVE_POLL)  # requests in flight may settle below their reservation
+        finally:
+            self._budget_queue.remove(entry)
+            heapq.heapify(self._budget_queue)
 
     async def _one(self, index: int, req: ChatRequest, item: str, on_answer: AnswerHook | None,
                    priority: tuple) -> ChatResult:
@@ -209,7 +224,7 @@ class OpenAIBackend(ChatBackend):
                     left = health.left(item)
                     if left <= 0:
                         return self._failed_result(health.give_up(item, self._past_deadline()))
-                    if not await self._reserve(worst):
+                    if not await self._reserve(worst, priority):
                         return ChatResult(text="", error=BUDGET)
                     settled = False
                     try:
