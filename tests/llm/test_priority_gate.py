@@ -53,3 +53,36 @@ def test_capacity_holds_and_no_waiter_is_lost(capacity, priorities, data):
     assert set(order) >= set(range(len(priorities))) - cancel
     queued = [i for i in order if i not in admitted_first]
     assert queued == sorted(queued, key=lambda i: (priorities[i], i))
+
+
+def test_a_tight_budget_finishes_the_dialogue_seen_first():
+    """Two dialogues' requests interleaved in one batch, four in flight at a time, and a budget for
+    about one and a half of them: every request of the dialogue seen first is answered, and the
+    budget stops only the other's (the window and the budget both serve the earliest dialogue)."""
+    import pytest
+
+    from kame_data.llm.accounting import Account, BudgetExceeded, Meter, Prices
+    from kame_data.llm.base import ChatRequest
+    from kame_data.llm.openai_backend import OpenAIBackend
+    from tests.loopback_server import LoopbackServer
+
+    n = 12
+    reqs = [ChatRequest((("user", f"{who} asks question number {i} " + "word " * 40),), max_tokens=16, item=who)
+            for i in range(n) for who in ("first", "second")]
+    prices = Prices(100.0, 100.0)
+    answered: list[int] = []
+    with LoopbackServer(latency=0.01) as srv:
+        free = Account(Meter(None), prices)  # what the whole batch costs, without a budget
+        backend = OpenAIBackend("loopback", base_url=srv.base_url, concurrency=4, meter=free)
+        backend.complete(reqs)
+        backend.close()
+        backend = OpenAIBackend("loopback", base_url=srv.base_url, concurrency=4,
+                                meter=Account(Meter(free.cost_usd * 0.75), prices))
+        try:
+            with pytest.raises(BudgetExceeded):
+                backend.complete(reqs, on_answer=lambda i, r: answered.append(i))
+        finally:
+            backend.close()
+    first = [i for i, r in enumerate(reqs) if r.item == "first"]
+    assert set(first) <= set(answered), sorted(set(first) - set(answered))
+    assert 0 < len(set(answered) - set(first)) < n
