@@ -135,7 +135,7 @@ def script_yields(tmp: Path) -> dict:
         print(f"  yield {kind:<9} {len(kept):>3} of {rows} rows kept ({passed} past the sources step); "
               f"rejects {reasons}", flush=True)
     return {"measured": datetime.date.today().isoformat(), "file_rows": "tests/data/sources/",
-            "script": "the default template script, one variant", "sources": out}
+            "script": "the default template script, one variant", "kinds": out}
 
 
 def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:

@@ -26,6 +26,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
+from kame_data.yields import after_yield
 
 log = logging.getLogger(__name__)
 
@@ -132,36 +133,6 @@ def _engine_rates(cal: dict[str, Any], engines: dict[str, float], notes: list[st
         notes.append(f"{engine}: not in the calibration; counted at {rel:g}x {DEFAULT_ENGINE}'s rate "
                      f"(the engine table's side-by-side measurement)")
     return rates
-
-
-def _after_yield(name: str, kind: str, dialogues: int | None, items_from: str, style: str, yields: dict[str, Any],
-                 notes: list[str]) -> int | None:
-    """The dialogues left once the sources and script steps have rejected what they reject: the
-    share of fixture rows of this kind the calibration saw them keep. A quota or per-category
-    sample is drawn from the items past the source filters, so only the script's share applies."""
-    y = yields.get("sources", {}).get(kind)
-    if dialogues is None or not y:
-        return dialogues
-    sampled = items_from in ("quota", "per_category")
-    if style != "template":  # the calibration measured the template script; other styles keep their own share
-        y = {**y, "kept": round(y["kept"] / max(1e-9, y["script_kept"]), 4), "script_kept": 1.0,
-             "rejects": {"sources": y["rejects"].get("sources", {})}}
-    share = y["script_kept"] if sampled else y["kept"]
-    if share >= 1.0:
-        return dialogues
-    kept = round(dialogues * share)
-    rejects: dict[str, float] = {}
-    for stage, by in y["rejects"].items():
-        for reason, v in by.items() if stage == "script" or not sampled else ():
-            rejects[reason] = rejects.get(reason, 0.0) + v  # a reason both steps give, summed
-    worst = sorted(rejects.items(), key=lambda kv: -kv[1])[:3]
-    why = ", ".join(f"{reason} {v:.1%}" for reason, v in worst) or "none"
-    whose = "of the items past the source filters" if sampled else "of the rows"
-    if style != "template":
-        whose += " (the source filters' share; the template script's own rejects are not counted)"
-    notes.append(f"{name}: {dialogues:,} dialogues asked, {kept:,} expected: the script keeps {share:.1%} {whose} "
-                 f"(rejects, of {y['rows']} fixture {kind} rows: {why}; calibration of {yields['measured']})")
-    return kept
 
 
 def _mean(value: Any) -> float:
@@ -274,7 +245,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
             dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
         else:
             dialogues = None if items is None else items * (spec.variants or default_variants)
-        asked, dialogues = dialogues, _after_yield(spec.name or spec.kind, spec.kind, dialogues, items_from, style,
+        asked, dialogues = dialogues, after_yield(spec.name or spec.kind, spec.kind, dialogues, items_from, style,
                                                 yields, plan.notes)
         turns = _turn_words(spec.kind, style, llm)
         words = _synthetic_words(turns, rates, lead_in, gap)

@@ -104,7 +104,7 @@ def test_the_plan_counts_what_the_script_keeps(monkeypatch, no_downloads, tmp_pa
     import kame_data.plan as plan_mod
 
     cal = {k: v for k, v in plan_mod.load_calibration().items() if k != "yields"}
-    yields = {"measured": "2026-12-03", "sources": {"mmlu_pro": {
+    yields = {"measured": "2026-12-03", "kinds": {"mmlu_pro": {
         "rows": 300, "kept": 0.7, "script_kept": 0.75,
         "rejects": {"sources": {"needs_image": 0.05}, "script": {"too_long": 0.188}}}}}
     monkeypatch.setattr(plan_mod, "load_calibration", lambda: cal)
