@@ -20,9 +20,9 @@ class PriorityGate:
     """A bounded window of requests in flight that admits the lowest priority first (FIFO among
     equals), where asyncio's Semaphore admits in arrival order.
 
-    The OpenAI backend gives each request its batch's arrival number, so the dialogues that came
-    first are answered first: a run cut short (a budget, an outage) leaves finished dialogues rather
-    than every dialogue half asked, and finished dialogues reach the writer sooner."""
+    The OpenAI backend ranks each request by the order its dialogue was first seen, so the
+    dialogues that came first are answered first: a run cut short (a budget, an outage) leaves
+    finished dialogues rather than every dialogue half asked, and they reach the writer sooner."""
 
     def __init__(self, capacity: int):
         self._free = capacity

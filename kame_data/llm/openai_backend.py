@@ -155,7 +155,9 @@ class OpenAIBackend(ChatBackend):
         for item in set(items):
             self.health.open(item)
         # Items seen first are admitted first (limits.PriorityGate), their retry rounds included.
-        ranks = [self._rank.setdefault(item, len(self._rank)) for item in items]
+        # Requests without an item rank as new each call, without a lasting entry.
+        ranks = [self._rank.setdefault(item, len(self._rank)) if r.item else len(self._rank)
+                 for r, item in zip(requests, items)]
         tasks = [asyncio.ensure_future(self._one(i, r, item, on_answer, (rank, i)))
                  for i, (r, item, rank) in enumerate(zip(requests, items, ranks))]
         try:
