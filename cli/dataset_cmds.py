@@ -40,6 +40,10 @@ def export_cmd(
     dest: Path = typer.Argument(..., help="Folder to write the export into."),
     split: Optional[str] = typer.Option(None, "--split", "-s", help="Export only this split (default: every split)."),
     absolute: bool = typer.Option(False, "--absolute-paths", help="moshi-finetune: absolute WAV paths in the index."),
+    timing: str = typer.Option("auto", "--timing", help="kame-finetune: oracle_raw's timestamp_ms is the ladder time "
+                               "(ideal) or when the reply's first chunk arrived under the recipe's oracle.latency "
+                               "(arrival, with the ladder time kept as ideal_timestamp_ms); auto: arrival when the "
+                               "rows carry it. DEST/README.md says which."),
 ) -> None:
     """Write a dataset in the layout a trainer reads as is.
 
@@ -56,7 +60,7 @@ def export_cmd(
     console_logging()
     try:
         if target is ExportTarget.kame_finetune:
-            report = export_kame_finetune(out, dest, split=split)
+            report = export_kame_finetune(out, dest, split=split, timing=timing)
         else:
             report = export_moshi_finetune(out, dest, split=split, absolute_paths=absolute)
     except DatasetError as e:

@@ -221,6 +221,7 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
     for s, sim in (manifest.get("oracle_similarity_by_source") or {}).items():
         lines.append(f"| oracle predictions on {_cell(s)}, levels 0-4 | token-F1 {sim['token_f1']:.2f}, "
                      f"ROUGE-L {sim['rouge_l']:.2f} ({sim['events']} events) |")
+    lines += _arrival_rows(manifest.get("oracle_arrival"), oracle.get("latency"))
     for reason, n in manifest["rejects"].items():
         lines.append(f"| rejected: {_cell(reason)} | {n} |")
     lines += ["", "| split | dialogues | items | shards | bytes |", "|---|---|---|---|---|"]
@@ -336,3 +337,27 @@ def write_card(out_dir: str | Path, manifest: dict[str, Any]) -> Path:
     path = out_dir / "README.md"
     write_text(path, render_card(manifest, stats, plots))
     return path
+
+
+def _arrival_rows(arrival: dict[str, Any] | None, latency: Any) -> list[str]:
+    """The statistics rows of oracle arrival (docs/design.md, "Oracle arrival"): the model, the delay
+    it gave against the delay its distributions expect, and what the served stream lost."""
+    if not arrival:
+        return []
+    from kame_data.oracle.latency import parse_latency
+
+    try:
+        model = parse_latency(latency)
+    except ValueError:
+        model = None
+    d, pc = arrival["delay_s"], arrival["pieces"]
+    return [
+        f"| oracle arrival model | {_cell(model.name) if model else '?'}"
+        + (f" (expected delay {model.expected_delay_s():.3g} s)" if model else "") + " |",
+        f"| oracle delay, ladder time to first chunk (s) | median {d['median']}, p95 {d['p95']}, "
+        f"min {d['min']}, max {d['max']} |",
+        f"| oracle events asked by the server / played | {arrival['sent']} of {arrival['events']} / "
+        f"{arrival['played']} |",
+        f"| reply pieces read / late (never read) / cut by the next reply | {pc['read']} / {pc['late']} / "
+        f"{pc['cut']} ({arrival['late_share']:.1%} late) |",
+    ]

@@ -24,11 +24,13 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from kame_data.atomic import write_json, write_jsonl, write_text
 from kame_data.dataset.card import write_card
 from kame_data.dataset.folder import EXCLUSIONS, MANIFEST, REJECTS, DatasetDir, DatasetError, Shard
 from kame_data.dataset.owner import IDENTITY, LOCK, FolderLock
+from kame_data.dataset.rows import ARRIVAL_COLUMN
 from kame_data.dataset.shards import (
     ROW_GROUP_ROWS,
     STAGING,
@@ -113,7 +115,8 @@ def _stage(ds: DatasetDir, plan: list[_Plan], dest: Path, in_place: bool) -> lis
         path = staging / Path(p.shard.name).name
         if p.hits:
             hits = set(p.hits)
-            out = ShardFile(path, group_rows)
+            arrival = ARRIVAL_COLUMN in pq.read_schema(p.shard.path).names
+            out = ShardFile(path, group_rows, arrival)
             for row in ds.shard_rows(p.shard):
                 if row["id"] not in hits:
                     out.add(row)

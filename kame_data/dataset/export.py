@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+import pyarrow.parquet as pq
 import soundfile as sf
 
 from kame_data.atomic import write_bytes, write_json, write_jsonl, write_text
 from kame_data.dataset.folder import DatasetDir, DatasetError
+from kame_data.dataset.rows import ARRIVAL_COLUMN
 from kame_data.oracle.ladder import floor_words
 from kame_data.records import CHANNEL, ORACLE_REFERENCE_FIELDS, Word
 
@@ -181,10 +183,51 @@ def _split_dirs(ds: DatasetDir, dest: Path, split: str | None) -> dict[str, Path
     return {n: dest / n for n in names}
 
 
-def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None) -> ExportReport:
+def arrival_records(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """`oracle_raw` records timed by arrival (docs/design.md, "Oracle arrival"): each event that
+    played, at the time its first chunk reached the front-end, with its ladder time beside it as
+    `ideal_timestamp_ms`; events the server never asked, or whose reply was cut before it began,
+    are left out (a front-end never saw them)."""
+    out = []
+    for e, a in zip(row["oracle"], row.get(ARRIVAL_COLUMN) or []):
+        if a["frame"] is None or not a["piece_ms"]:
+            continue
+        rec = kame_oracle_record(e)
+        rec["timestamp_ms"] = int(a["piece_ms"][0])
+        rec["ideal_timestamp_ms"] = int(e["timestamp_ms"])
+        out.append(rec)
+    return out
+
+
+def _timing_readme(timing: str, latency: Any) -> str:
+    if timing == "ideal":
+        return ("# kame_finetune export\n\nOracle timing: **ideal**. Each `oracle_raw` event's `timestamp_ms` is its "
+                "ladder time: the instant its partial transcript exists, as kame_finetune's "
+                "tools/oracle_generation.py places events.\n")
+    return ("# kame_finetune export\n\nOracle timing: **arrival**, under the latency model "
+            f"`{json.dumps(latency)}` (the recipe's oracle.latency). Each `oracle_raw` event's `timestamp_ms` is "
+            "when its reply's first chunk reached the front-end, so kame_finetune's tokenize_oracle starts it there "
+            "without a change on its side; `ideal_timestamp_ms` keeps the ladder time. Events never asked or cut "
+            "before their first chunk are left out. The served stream's late pieces (a reply slower than one "
+            "token per frame) cannot be written in this layout: kame-data's trainer replays them "
+            "(`oracle.timing: served`).\n")
+
+
+def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | None = None,
+                         timing: str = "auto") -> ExportReport:
     """Write the kame_finetune layout (audio/, text/, oracle_raw/, text_floor/ and
-    oracle_generation.json) for one split or every split."""
+    oracle_generation.json, plus a README.md saying which oracle timing) for one split or every split.
+    `timing`: ideal (ladder times), arrival (first-chunk times under the recipe's latency model), auto
+    (arrival when the rows carry it)."""
     ds, dest = _open(out_dir), Path(dest)
+    has_arrival = any(ARRIVAL_COLUMN in pq.read_schema(sh.path).names for sh in ds.shards())
+    if timing not in ("auto", "ideal", "arrival"):
+        raise ExportError(f"--timing must be auto, ideal or arrival, not {timing!r}")
+    if timing == "arrival" and not has_arrival:
+        raise ExportError(f"{ds.root}: the rows carry no oracle arrival times (the recipe's oracle.latency is ideal); "
+                          "rerun with a latency model, or export --timing ideal")
+    timing = ("arrival" if has_arrival else "ideal") if timing == "auto" else timing
+    latency = ((ds.manifest.get("recipe") or {}).get("oracle") or {}).get("latency", "ideal")
     dirs = _split_dirs(ds, dest, split)
     stems = {s: _Stems() for s in dirs}
     counts: dict[str, int] = {}
@@ -200,13 +243,15 @@ def export_kame_finetune(out_dir: str | Path, dest: str | Path, split: str | Non
         write_json(base / "text" / f"{stem}.json",
                    [{"speaker": w["speaker"], "word": w["word"], "start": w["start"], "end": w["end"]}
                     for w in _words_in_time_order(row)])
-        write_json(base / "oracle_raw" / f"{stem}.json", [kame_oracle_record(e) for e in row["oracle"]])
+        write_json(base / "oracle_raw" / f"{stem}.json", arrival_records(row) if timing == "arrival"
+                   else [kame_oracle_record(e) for e in row["oracle"]])
         write_json(base / "text_floor" / f"{stem}.json", floor_transcript(row))
         counts[sp] = counts.get(sp, 0) + 1
     renamed = {k: v for s in stems.values() for k, v in s.renamed.items()}
     for sp, base in dirs.items():
         if sp in counts:
             write_json(base / "oracle_generation.json", oracle_generation(ds, dropped_by_stem[sp]))
+            write_text(base / "README.md", _timing_readme(timing, latency))
         if stems[sp].renamed:
             write_json(base / "id_map.json", stems[sp].renamed)
     log.info("kame-finetune export: %d rows to %s (%d ids renamed)", sum(counts.values()), dest, len(renamed))

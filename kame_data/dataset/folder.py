@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from kame_data.dataset.layout import EXCLUSIONS, MANIFEST, REJECTS, DatasetError  # noqa: F401 - re-exported
 from kame_data.dataset.shards import sha256_file, shard_split
-from kame_data.dataset.stats import EVENT_COLUMNS, ROW_COLUMNS, RowStats
+from kame_data.dataset.stats import EVENT_COLUMNS, OPTIONAL_COLUMNS, ROW_COLUMNS, RowStats
 from kame_data.schema import SchemaError, validate
 
 log = logging.getLogger(__name__)
@@ -44,8 +44,11 @@ def read_rows(path: Path, columns: Iterable[str] | None = None, ids: Iterable[st
     """Rows of one Parquet file, `batch_rows` at a time; `columns=None` reads every column
     (audio included); `ids` keeps only those rows."""
     wanted = pa.array(sorted(set(ids)), type=pa.string()) if ids is not None else None
+    pf = pq.ParquetFile(path)
     cols = list(columns) if columns is not None else None
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows, columns=cols):
+    if cols is not None:  # a column only some datasets have is read where it is there
+        cols = [c for c in cols if c not in OPTIONAL_COLUMNS or c in pf.schema_arrow.names]
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=cols):
         if wanted is not None:
             batch = batch.filter(pc.is_in(batch.column("id"), value_set=wanted))
         yield from batch.to_pylist()

@@ -8,20 +8,30 @@ from typing import Any
 import pyarrow as pa
 
 from kame_data.audio import wav_bytes
+from kame_data.oracle.latency import IDEAL, LatencyModel, arrivals
+from kame_data.oracle.serve import serve
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000
 ORACLE_COLUMN = "oracle"  # a row's oracle events (kame_data's field names, docs/design.md "Oracle events")
+# Each event's trip through a modelled back-end, by index into `oracle`; only under a latency model
+# other than `ideal` (docs/design.md, "Oracle arrival"), so an ideal row is what it always was.
+ARRIVAL_COLUMN = "oracle_arrival"
 # Per-turn speech figures (null where not measured): Whisper's WER, then the quality step's.
 TURN_FIGURES = ("wer", "dnsmos", "dnsmos_sig", "dnsmos_bak", "vad_speech_s", "vad_outside_s", "vad_word_share", "lufs")
 
 
-@lru_cache(maxsize=1)
-def features():
-    """The `datasets.Features` of a row; audio is an `Audio(sampling_rate=24000)` feature."""
+@lru_cache(maxsize=2)
+def features(arrival: bool = False):
+    """The `datasets.Features` of a row; audio is an `Audio(sampling_rate=24000)` feature. `arrival`:
+    with the oracle_arrival column (a latency model other than ideal)."""
     from datasets import Audio, Features, List, Value
 
-    s, f64, i32 = Value("string"), Value("float64"), Value("int32")
+    s, f64, i32, i64 = Value("string"), Value("float64"), Value("int32"), Value("int64")
+    extra = {ARRIVAL_COLUMN: List({
+        "ideal_ms": i64, "heard_ms": i64, "requested_ms": i64, "first_token_ms": i64, "piece_ms": List(i64),
+        "sent": Value("bool"), "frame": i32, "until": i32, "read": i32, "late": i32, "cut": i32,
+    })} if arrival else {}
     return Features({
         "id": s, "item_id": s, "source": s, "category": s, "variant": i32,
         "duration": f64, "sample_rate": i32,
@@ -37,15 +47,16 @@ def features():
         # what the acoustics step did to the user channel; null: it is clean
         "acoustics": {"snr_db": f64, "noise": s, "mic": s, "gain_db": f64, "limiter_db": f64,
                       "room": {"dims": List(f64), "rt60": f64, "source": List(f64), "mic": List(f64), "distance": f64}},
+        **extra,
     })
 
 
-def arrow_schema() -> pa.Schema:
+def arrow_schema(arrival: bool = False) -> pa.Schema:
     """Arrow schema carrying the `huggingface` features metadata, so loaders see `Audio`."""
-    return features().arrow_schema
+    return features(arrival).arrow_schema
 
 
-def sample_row(sample: Sample) -> dict[str, Any]:
+def sample_row(sample: Sample, latency: LatencyModel = IDEAL, seed: int = 0) -> dict[str, Any]:
     r = sample.rendered
     d = r.dialogue
     return {
@@ -57,7 +68,24 @@ def sample_row(sample: Sample) -> dict[str, Any]:
         "words": [w.to_dict() for w in r.words],
         ORACLE_COLUMN: [e.to_dict() for e in sample.oracle],
         "acoustics": r.acoustics or None,
+        **({} if latency.ideal else {ARRIVAL_COLUMN: event_arrivals(sample, latency, seed)}),
     }
+
+
+def event_arrivals(sample: Sample, latency: LatencyModel, seed: int) -> list[dict[str, Any]]:
+    """Per oracle event (same order): its arrival under `latency` and how the served stream played it,
+    in reply pieces (latency.pieces; the trainer replays it in its own tokens). Each channel's events
+    are one back-end's requests; draws are seeded by the seed, the row id and the channel."""
+    out: list[dict[str, Any] | None] = [None] * len(sample.oracle)
+    for channel in sorted({e.channel for e in sample.oracle}):
+        idx = [i for i, e in enumerate(sample.oracle) if e.channel == channel]
+        got = arrivals(latency, [(sample.oracle[i].timestamp_ms, sample.oracle[i].prediction) for i in idx],
+                       seed, f"{sample.id}/{channel}")
+        played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
+                       streams=latency.streams)
+        for i, a, p in zip(idx, got, played):
+            out[i] = {**a.to_dict(), **p.to_dict()}
+    return out  # type: ignore[return-value]
 
 
 def _figures(r, k: int) -> dict[str, Any]:

@@ -105,10 +105,11 @@ class ShardFile:
     A group closes at `group_rows` rows or ROW_GROUP_BYTES, whichever comes first.
     """
 
-    def __init__(self, path: Path, group_rows: int = ROW_GROUP_ROWS):
+    def __init__(self, path: Path, group_rows: int = ROW_GROUP_ROWS, arrival: bool = False):
         self.path = Path(path)
         self.group_rows = max(1, group_rows)
-        self.writer = pq.ParquetWriter(self.path, arrow_schema(), compression="zstd")
+        self.schema = arrow_schema(arrival)  # with the oracle_arrival column under a latency model
+        self.writer = pq.ParquetWriter(self.path, self.schema, compression="zstd")
         self.rows = self.bytes = self.pending_bytes = 0
         self.pending: list[dict[str, Any]] = []
 
@@ -123,7 +124,7 @@ class ShardFile:
 
     def write_group(self) -> None:
         if self.pending:
-            table = pa.Table.from_pylist(self.pending, schema=arrow_schema())
+            table = pa.Table.from_pylist(self.pending, schema=self.schema)
             self.writer.write_table(table, row_group_size=len(self.pending))
             self.pending, self.pending_bytes = [], 0
 
@@ -190,8 +191,9 @@ class ShardWriter:
 
     def __init__(self, out_dir: Path, split: str = "train", rows_per_shard: int | None = DEFAULT_ROWS_PER_SHARD,
                  row_group_size: int = ROW_GROUP_ROWS, shard_size_mb: float | None = None,
-                 splits: list[tuple[str, float]] | None = None, seed: int = 0):
+                 splits: list[tuple[str, float]] | None = None, seed: int = 0, arrival: bool = False):
         self.out_dir = Path(out_dir)
+        self.arrival = arrival
         self.fractions = [(check_split(name), frac) for name, frac in splits or [(split, 1.0)]]
         self.seed = seed
         if rows_per_shard is None and shard_size_mb is None:
@@ -204,12 +206,13 @@ class ShardWriter:
         self._closed: dict[str, list[StagedShard]] = {name: [] for name, _ in self.fractions}
 
     @classmethod
-    def from_publish(cls, out_dir: Path, publish: Mapping[str, Any], seed: int = 0) -> "ShardWriter":
+    def from_publish(cls, out_dir: Path, publish: Mapping[str, Any], seed: int = 0,
+                     arrival: bool = False) -> "ShardWriter":
         """A writer configured by a recipe's `publish` section (raises PublishConfigError)."""
         return cls(out_dir, rows_per_shard=publish.get("rows_per_shard"),
                    shard_size_mb=publish.get("shard_size_mb"),
                    row_group_size=publish.get("row_group_size", ROW_GROUP_ROWS),
-                   splits=split_fractions(publish), seed=seed)
+                   splits=split_fractions(publish), seed=seed, arrival=arrival)
 
     @property
     def split_names(self) -> list[str]:
@@ -228,7 +231,7 @@ class ShardWriter:
             shard = None
         if shard is None:
             path = self.staging / f"{split}-{len(self._closed[split]):05d}.parquet"
-            shard = self._open[split] = ShardFile(path, self.row_group_size)
+            shard = self._open[split] = ShardFile(path, self.row_group_size, self.arrival)
         shard.add(row, size)
         if self.rows_per_shard is not None and shard.rows >= self.rows_per_shard:
             self._close(split)

@@ -12,7 +12,8 @@ from kame_data.oracle.metrics import early_truth, rouge_l, token_f1, true_replie
 
 # The columns `RowStats.add_row` reads (with `events`, the ones the oracle figures need too).
 ROW_COLUMNS = ("item_id", "source", "category", "duration")
-EVENT_COLUMNS = ("words", "oracle", "turns")
+EVENT_COLUMNS = ("words", "oracle", "turns", "oracle_arrival")
+OPTIONAL_COLUMNS = frozenset({"oracle_arrival"})  # only under a latency model (dataset/rows.ARRIVAL_COLUMN)
 
 
 def event_scores(row: dict[str, Any]) -> tuple[list[float], list[float]]:
@@ -35,12 +36,49 @@ def early_events(row: dict[str, Any]) -> list[tuple[int, int]]:
     return early_truth(row.get("oracle") or [], row.get("turns") or [])
 
 
+def arrival_figures(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A row's oracle arrival figures (None without an oracle_arrival column): each sent event's
+    delay from its ladder time to its first chunk (ms), and the served stream's reply pieces."""
+    arrived = row.get("oracle_arrival")
+    if not arrived:
+        return None
+    sent = [a for a in arrived if a["sent"]]
+    return {"delays_ms": [a["piece_ms"][0] - a["ideal_ms"] for a in sent if a["piece_ms"]],
+            "events": len(arrived), "sent": len(sent), "played": sum(a["frame"] is not None for a in arrived),
+            **{k: sum(a[k] for a in arrived) for k in ("read", "late", "cut")}}
+
+
 def sample_figures(row: dict[str, Any]) -> dict[str, Any]:
     """What `RowStats.add` needs of one row, small enough to keep per sample."""
     f1, rouge = event_scores(row)
     return {"source": row["source"], "duration": row["duration"],
             "levels": [e["level"] for e in row.get("oracle") or []], "f1": f1, "rouge_l": rouge,
-            "early": len(early_events(row))}
+            "early": len(early_events(row)), "arrival": arrival_figures(row)}
+
+
+@dataclass
+class Arrivals:
+    """Oracle arrival figures summed over rows (docs/design.md, "Oracle arrival")."""
+
+    delays_ms: list[int] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def add(self, figures: dict[str, Any]) -> None:
+        self.delays_ms.extend(figures["delays_ms"])
+        self.counts.update({k: v for k, v in figures.items() if k != "delays_ms"})
+
+    def manifest(self) -> dict[str, Any]:
+        d = sorted(self.delays_ms)
+        c = self.counts
+        pieces = c["read"] + c["late"] + c["cut"]
+
+        def q(p: float) -> float | None:
+            return round(d[min(len(d) - 1, int(p * (len(d) - 1) + 0.5))] / 1000, 3) if d else None
+
+        return {"events": c["events"], "sent": c["sent"], "played": c["played"],
+                "delay_s": {"median": q(0.5), "p95": q(0.95), "min": q(0.0), "max": q(1.0)},
+                "pieces": {"read": c["read"], "late": c["late"], "cut": c["cut"]},
+                "late_share": round(c["late"] / pieces, 4) if pieces else 0.0}
 
 
 @dataclass
@@ -80,6 +118,7 @@ class RowStats:
         self.rouge_sum: Counter[int] = Counter()
         self.rouge_values: dict[int, list[float]] | None = {} if keep_f1 else None
         self.source_similarity: dict[str, list[float]] = {}  # source -> [f1 sum, ROUGE-L sum, events]
+        self.arrivals: Arrivals | None = None  # rows with an oracle_arrival column (a latency model)
 
     @classmethod
     def of_samples(cls, samples: Iterable[dict[str, Any]]) -> "RowStats":
@@ -87,7 +126,7 @@ class RowStats:
         stats = cls()
         for s in samples:
             stats.add(s["source"], s["duration"], s.get("levels", ()), s.get("f1", ()), rouge=s.get("rouge_l", ()),
-                      early=s.get("early", 0))
+                      early=s.get("early", 0), arrival=s.get("arrival"))
         return stats
 
     def add_row(self, row: dict[str, Any], split: str | None = None) -> None:
@@ -96,12 +135,16 @@ class RowStats:
         f1, rouge = event_scores(row) if self.with_f1 and events and "words" in row else ((), ())
         early = len(early_events(row)) if events and "turns" in row else 0
         self.add(row["source"], row.get("duration", 0.0), [e["level"] for e in events], f1,
-                 item=row.get("item_id"), split=split, category=row.get("category"), rouge=rouge, early=early)
+                 item=row.get("item_id"), split=split, category=row.get("category"), rouge=rouge, early=early,
+                 arrival=arrival_figures(row))
 
     def add(self, source: str, duration: float, levels: Iterable[int] = (), f1: Iterable[float] = (),
             item: str | None = None, split: str | None = None, category: str | None = None,
-            rouge: Iterable[float] = (), early: int = 0) -> None:
+            rouge: Iterable[float] = (), early: int = 0, arrival: dict[str, Any] | None = None) -> None:
         self.samples += 1
+        if arrival is not None:
+            self.arrivals = self.arrivals or Arrivals()
+            self.arrivals.add(arrival)
         self.early_truth += early
         self.seconds += duration
         self.durations.setdefault(source, []).append(duration)
@@ -148,6 +191,7 @@ class RowStats:
             "audio_hours": round(self.seconds / 3600, 4),
             "oracle_events": self.events,
             "early_truth_events": self.early_truth,
+            **({"oracle_arrival": self.arrivals.manifest()} if self.arrivals is not None else {}),
         }
 
     def figures(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import yaml
 from kame_data.audio import decode
 from kame_data.dataset.folder import DatasetDir, DatasetError, Shard
 from kame_data.dataset.owner import identity_mismatch
-from kame_data.dataset.rows import SAMPLE_RATE, arrow_schema, row_metadata
+from kame_data.dataset.rows import ARRIVAL_COLUMN, SAMPLE_RATE, arrow_schema, row_metadata
 from kame_data.dataset.shards import (
     PublishConfigError,
     sha256_file,
@@ -148,8 +148,8 @@ def _open(out: Path) -> DatasetDir:
 
 def _check_columns(shard: str, pf: pq.ParquetFile) -> None:
     """The shard's columns and Hugging Face features are the published layout's."""
-    want = arrow_schema()
     got = pf.schema_arrow
+    want = arrow_schema(ARRIVAL_COLUMN in got.names)  # a latency model's arrival column, or none
     for f in want:
         if f.name not in got.names:
             raise DatasetInvalid(shard, "", f.name, "column is missing")
@@ -262,8 +262,8 @@ def _check_figures(manifest: dict[str, Any], stats: RowStats) -> None:
         raise DatasetInvalid("", "", "manifest.json:counts.samples",
                              f"{stats.samples} rows in shards, manifest counts {manifest['counts']['samples']}")
     counted = stats.manifest_fields()
-    for key in ("per_source", "oracle_events", "levels", "early_truth_events"):
-        if key in manifest and counted[key] != manifest[key]:
+    for key in ("per_source", "oracle_events", "levels", "early_truth_events", "oracle_arrival"):
+        if key in manifest and counted.get(key) != manifest[key]:
             raise DatasetInvalid("", "", f"manifest.json:{key}", f"shards have {counted[key]}, "
                                  f"manifest says {manifest[key]}")
 

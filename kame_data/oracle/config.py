@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from kame_data.config_schema import Schema
 from kame_data.llm.config import BackendConfig
+from kame_data.oracle.latency import LatencyModel, parse_latency
 from kame_data.records import CONTINUATION_GAP
 from kame_data.step import operational
 
@@ -27,8 +28,14 @@ class OracleConfig:
     # The run's LLM budget in US dollars: every LLM call of the run draws on it (script rewrites too).
     budget_usd: Annotated[float, Schema(exclusiveMinimum=0)] | None = operational(None)
     backend: BackendConfig = field(default_factory=BackendConfig)  # the simulator LLM
+    # When each event's words would reach a KAME front-end (README "Oracle arrival times"): a preset (ideal,
+    # hosted-fast, hosted-slow, stress) or a mapping of its parameters, e.g. {preset: hosted-fast, first_token: 1.0}.
+    # ideal: every event arrives whole at its ladder time, and rows carry no arrival column. The write step
+    # applies it to finished ladders, so changing it re-publishes without a single LLM call.
+    latency: str | dict[str, Any] = operational("ideal")
 
     def __post_init__(self) -> None:
+        parse_latency(self.latency)  # raises ValueError naming the key
         if self.early_truth not in ("reject", "keep"):
             raise ValueError(f"oracle.early_truth must be reject or keep, not {self.early_truth!r}")
 
@@ -37,3 +44,8 @@ class OracleConfig:
         """The ladder's run rule (docs/design.md): a word ending this long after the previous one ends a
         speaker's run. The speak step keeps every pause inside a turn below it."""
         return CONTINUATION_GAP
+
+    @property
+    def latency_model(self) -> LatencyModel:
+        """The parsed `latency` (what the write step applies)."""
+        return parse_latency(self.latency)

@@ -55,7 +55,7 @@ def _licenses(recipe: Recipe) -> dict[str, str]:
 
 def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timings: dict[str, float],
                    shards: list[dict[str, Any]], samples: list[dict[str, Any]], backend=None) -> dict[str, Any]:
-    """`samples`: per written row, `{"source", "duration", "levels", "f1", "rouge_l", "early"}` (see `sample_figures`)."""
+    """`samples`: per written row, `{"source", "duration", "levels", "f1", "rouge_l", "early", "arrival"}` (see `sample_figures`)."""
     stats = RowStats.of_samples(samples).manifest_fields()
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -71,7 +71,7 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
         "timings": {k: round(v, 3) for k, v in timings.items()},
         **{k: stats[k] for k in ("levels", "oracle_f1_by_level", "oracle_rouge_l_by_level",
                                  "oracle_similarity_by_source", "audio_hours", "oracle_events",
-                                 "early_truth_events")},
+                                 "early_truth_events", "oracle_arrival") if k in stats},
         "shards": shards,
     }
     if backend is not None:

@@ -237,7 +237,7 @@ class _Run:
         if until is not None:
             stages = stages_until(stages, until)
         writer = None if until else WriteStep(self.config.publish, self.out_dir, self.config.seed,
-                                              frozenset(self.excluded))
+                                              frozenset(self.excluded), self.config.oracle.latency_model)
         try:
             if writer is not None:
                 writer.setup()

@@ -12,6 +12,7 @@ from typing import Any
 from kame_data.dataset.rows import sample_row
 from kame_data.dataset.shards import ShardWriter
 from kame_data.dataset.stats import sample_figures
+from kame_data.oracle.latency import IDEAL, LatencyModel
 from kame_data.records import Sample
 from kame_data.dataset.config import PublishConfig
 from kame_data.runner.config import _plain
@@ -22,9 +23,11 @@ from kame_data.step import Resources, RunContext, Step
 class WriteStep(Step[Sample, dict]):
     name = "write"
 
-    def __init__(self, config: PublishConfig, out_dir: Path, seed: int = 0, excluded: frozenset[str] = frozenset()):
+    def __init__(self, config: PublishConfig, out_dir: Path, seed: int = 0, excluded: frozenset[str] = frozenset(),
+                 latency: LatencyModel = IDEAL):
         super().__init__(config, RunContext(seed=seed))
         self.out_dir = Path(out_dir)
+        self.latency = latency  # the oracle section's arrival model (rows gain oracle_arrival unless ideal)
         self.excluded = excluded  # row ids a reviewer left out (OUT/exclusions.jsonl): never written again
         self.writer: ShardWriter | None = None
 
@@ -37,7 +40,8 @@ class WriteStep(Step[Sample, dict]):
         if self.writer is None:
             from dataclasses import asdict
 
-            self.writer = ShardWriter.from_publish(self.out_dir, _plain(asdict(self.config)), self.seed)
+            self.writer = ShardWriter.from_publish(self.out_dir, _plain(asdict(self.config)), self.seed,
+                                                   arrival=not self.latency.ideal)
 
     def run(self, batch: list[Sample]) -> list[list[dict[str, Any]]]:
         assert self.writer is not None, "the runner calls setup() before run()"
@@ -46,7 +50,7 @@ class WriteStep(Step[Sample, dict]):
             if sample.id in self.excluded:
                 out.append([])
                 continue
-            row = sample_row(sample)
+            row = sample_row(sample, self.latency, self.seed)
             self.writer.add(row)
             out.append([{"id": row["id"], **sample_figures(row), "quality": dialogue_quality(sample.rendered)}])
         return out

@@ -247,7 +247,11 @@ def test_progress_shows_retries_while_they_wait(tmp_path):
         worker.start()
         _wait_until(lambda: llm_state() is not None)
         during, now, waiting = llm_state(), time.time(), worker.is_alive()
-        status = subprocess.run(CLI + ["status", str(tmp_path)], capture_output=True, text=True)
+        # `status` reads a copy taken during the wait: on a busy machine it may start after the wait
+        snap = tmp_path / "snap"
+        snap.mkdir()
+        (snap / "progress.json").write_text(json.dumps({**json.loads(path.read_text()), "llm": during}))
+        status = subprocess.run(CLI + ["status", str(snap)], capture_output=True, text=True)
         worker.join(30)
         backend.close()
     assert waiting, "the request had finished before progress.json showed its wait"

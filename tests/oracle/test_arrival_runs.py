@@ -1,0 +1,84 @@
+"""Oracle arrival through `kame-data run` (docs/design.md, "Oracle arrival"): the quickstart's
+finished ladders re-published under a hosted-model latency model, from its checkpoints (no step
+recomputes, no LLM call): rows gain the arrival column and keep every other column, the card's
+median delay matches what the preset's distributions expect, a second run gives the same data,
+and the kame_finetune export times events by arrival and says so."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kame_data.oracle.latency import PRESETS
+from tests.conftest import CLI
+from tests.quickstart_identity import rows
+
+pytestmark = pytest.mark.slow
+
+
+def _republish(quickstart_out: Path, dest: Path, latency) -> subprocess.CompletedProcess:
+    shutil.copytree(quickstart_out, dest)
+    raw = yaml.safe_load(Path("recipes/quickstart.yaml").read_text())
+    raw.setdefault("oracle", {})["latency"] = latency
+    for source in raw["sources"]:  # the copy lives elsewhere: its source files by absolute path
+        if "path" in source:
+            source["path"] = str((Path("recipes") / source["path"]).resolve())
+    recipe = dest.parent / f"{dest.name}.yaml"
+    recipe.write_text(yaml.safe_dump(raw))
+    return subprocess.run(CLI + ["run", str(recipe), "--out", str(dest), "--limit", "3", "--quiet"],
+                          capture_output=True, text=True, timeout=1200)
+
+
+def test_a_hosted_preset_times_every_event_and_changes_nothing_else(quickstart_out, tmp_path):
+    out = tmp_path / "fast"
+    r = _republish(quickstart_out, out, "hosted-fast")
+    assert r.returncode == 0, r.stderr[-3000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    before, after = rows(quickstart_out), rows(out)
+    assert [{k: v for k, v in row.items() if k != "oracle_arrival"} for row in after] == before
+    for row in after:
+        arrived = row["oracle_arrival"]
+        assert len(arrived) == len(row["oracle"])
+        for e, a in zip(row["oracle"], arrived):
+            assert a["ideal_ms"] == e["timestamp_ms"] and a["heard_ms"] >= a["ideal_ms"] + 500
+            assert a["requested_ms"] >= a["heard_ms"] and a["first_token_ms"] > a["requested_ms"]
+            if a["frame"] is not None:
+                assert a["read"] + a["late"] + a["cut"] == len(a["piece_ms"])
+    arrival = manifest["oracle_arrival"]
+    expected = PRESETS["hosted-fast"].expected_delay_s()
+    assert abs(arrival["delay_s"]["median"] - expected) <= 0.1 * expected, (arrival, expected)
+    card = (out / "README.md").read_text()
+    assert "| oracle arrival model | hosted-fast" in card and f"median {arrival['delay_s']['median']}" in card
+    assert subprocess.run(CLI + ["validate", str(out)], capture_output=True, text=True).returncode == 0
+
+    again = tmp_path / "fast2"
+    assert _republish(quickstart_out, again, "hosted-fast").returncode == 0
+    assert rows(again) == after  # the same draws, run to run
+
+    dest = tmp_path / "kame"
+    r = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "Oracle timing: **arrival**" in (dest / "README.md").read_text()
+    for row in after:
+        got = json.loads((dest / "oracle_raw" / f"{row['id']}.json").read_text())
+        played = [(e, a) for e, a in zip(row["oracle"], row["oracle_arrival"]) if a["frame"] is not None]
+        assert [(g["timestamp_ms"], g["ideal_timestamp_ms"]) for g in got] == \
+            [(a["piece_ms"][0], e["timestamp_ms"]) for e, a in played]
+        assert all(g["timestamp_ms"] > g["ideal_timestamp_ms"] for g in got)
+
+
+def test_ideal_latency_leaves_the_rows_as_they_were(quickstart_out, tmp_path):
+    out = tmp_path / "ideal"
+    r = _republish(quickstart_out, out, "ideal")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert rows(out) == rows(quickstart_out)
+    assert "oracle_arrival" not in json.loads((out / "manifest.json").read_text())
+    dest = tmp_path / "kame"
+    assert subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)]).returncode == 0
+    assert "Oracle timing: **ideal**" in (dest / "README.md").read_text()
+    bad = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(tmp_path / "k2"), "--timing", "arrival"],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "no oracle arrival times" in bad.stderr
