@@ -87,26 +87,29 @@ def voiced(rendered: RenderedDialogue, seed: int = 0) -> RenderedDialogue:
     return replace(rendered, audio=(audio * 32767).astype(np.int16))
 
 
-def spoken_dataset(out, n: int = 3, seed: int = 0):
+def spoken_dataset(out, n: int = 3, seed: int = 0, latency: str = "ideal"):
     """A small dataset in `kame-data run`'s layout (shards by ShardWriter, a manifest with the
     oracle settings) of voiced synthetic dialogues whose oracle predictions are the true replies:
-    what the trainer and `kame-data infer` read, without TTS or an LLM."""
+    what the trainer and `kame-data infer` read, without TTS or an LLM. `latency`: an
+    oracle.latency preset; rows then carry oracle_arrival, as the write step gives them."""
     import json
     from pathlib import Path
 
     from kame_data.dataset.rows import sample_row
     from kame_data.dataset.shards import ShardWriter
     from kame_data.oracle.ladder import ladder
+    from kame_data.oracle.latency import parse_latency
     from kame_data.records import CHANNEL, OracleEvent, Sample
 
     out = Path(out)
-    w = ShardWriter(out, rows_per_shard=n)
+    model = parse_latency(latency)
+    w = ShardWriter(out, rows_per_shard=n, arrival=not model.ideal)
     for i in range(n):
         r = voiced(synthetic_dialogue(i, seed, user_words=12, assistant_words=10), seed)
         events = [OracleEvent(s.timestamp_ms, s.conversation_context, s.true_reply, s.total_word_count,
                               s.trigger_word, s.recent_words, s.current_spoken_ratio, s.channel, s.hint, s.level)
                   for s in ladder(r.words, 0.5, CHANNEL["A"], CHANNEL)]
-        w.add(sample_row(Sample(r, events)))
-    (out / "manifest.json").write_text(json.dumps({"shards": w.finish(),
-                                                   "recipe": {"oracle": {"interval": 0.5, "target": "assistant"}}}))
+        w.add(sample_row(Sample(r, events), model, seed))
+    oracle = {"interval": 0.5, "target": "assistant", **({"latency": latency} if not model.ideal else {})}
+    (out / "manifest.json").write_text(json.dumps({"shards": w.finish(), "recipe": {"oracle": oracle}}))
     return out

@@ -77,6 +77,9 @@ class OracleConfig:
     # [start, end] optimizer steps: hint-only until start, then less and less often, never from end.
     hint_only_warmup: list[int] | None = None
     blank: bool = False  # feed an all-pad oracle stream (ablation)
+    # ideal: events at their ladder times (kame_finetune's); served: where the dataset's oracle_arrival says a
+    # KAME front-end read them (its oracle.latency model: reset at the first chunk, late tokens left out).
+    timing: Literal["ideal", "served"] = "ideal"
 
 
 @dataclass
@@ -150,6 +153,8 @@ class TrainConfig:
         d = dataclasses.asdict(self.tokenize)
         d.pop("device")
         d["seed"] = self.seed
+        if self.oracle.timing != "ideal":  # where events land is part of the token data
+            d["oracle_timing"] = self.oracle.timing
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -184,6 +189,7 @@ def _check(cfg: TrainConfig, where: str) -> None:
     for key, value, allowed in (("tokenize.text_placement", cfg.tokenize.text_placement, ("chars", "word_start")),
                                 ("tokenize.frame_arithmetic", cfg.tokenize.frame_arithmetic, ("reference", "exact")),
                                 ("tokenize.skip_forbid", cfg.tokenize.skip_forbid, ("reference", "turns")),
+                                ("oracle.timing", cfg.oracle.timing, ("ideal", "served")),
                                 ("optim.schedule", cfg.optim.schedule, ("constant", "cosine")),
                                 ("train.text_pad_norm", cfg.train.text_pad_norm, ("separate", "weighted"))):
         if value not in allowed:

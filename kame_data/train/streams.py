@@ -93,6 +93,16 @@ class OracleEvents:
     pred_offsets: np.ndarray  # (E+1,)
     hint_values: np.ndarray
     hint_offsets: np.ndarray  # (E+1,)
+    # The served timing (`oracle.timing: served`, docs/design.md "Oracle arrival"); None: event times.
+    # until[i]: the frame where the next reply resets the buffer (-1: none); *_read: per token, 1 when
+    # the front-end reads it (it arrived by its frame), aligned with pred_values / hint_values.
+    until: np.ndarray | None = None
+    pred_read: np.ndarray | None = None
+    hint_read: np.ndarray | None = None
+
+    @property
+    def served(self) -> bool:
+        return self.until is not None
 
     def __len__(self) -> int:
         return len(self.frame_pos)
@@ -103,14 +113,27 @@ class OracleEvents:
     def hint(self, i: int) -> np.ndarray:
         return self.hint_values[self.hint_offsets[i]:self.hint_offsets[i + 1]]
 
+    def read_mask(self, i: int, hint: bool) -> np.ndarray | None:
+        """Event i's per-token read flags (served timing), for its hint or its prediction."""
+        if not self.served:
+            return None
+        values, offsets = (self.hint_read, self.hint_offsets) if hint else (self.pred_read, self.pred_offsets)
+        return values[offsets[i]:offsets[i + 1]]
+
     def subset(self, keep: Sequence[int], shift: int = 0) -> "OracleEvents":
         """The events at indices `keep`, positions moved back by `shift` frames."""
         keep = [int(i) for i in keep]
         pv, po = pack_ragged([self.pred(i) for i in keep])
         hv, ho = pack_ragged([self.hint(i) for i in keep])
         idx = np.asarray(keep, dtype=np.int64)
+        served = {}
+        if self.served:
+            until = self.until[idx].astype(np.int32)
+            served = {"until": np.where(until >= 0, until - shift, -1).astype(np.int32),
+                      "pred_read": pack_ragged([self.read_mask(i, False) for i in keep])[0].astype(np.int8),
+                      "hint_read": pack_ragged([self.read_mask(i, True) for i in keep])[0].astype(np.int8)}
         return OracleEvents((self.frame_pos[idx] - shift).astype(np.int32), self.ratio[idx].astype(np.float32),
-                            self.skip_forbid[idx].astype(np.int8), pv, po, hv, ho)
+                            self.skip_forbid[idx].astype(np.int8), pv, po, hv, ho, **served)
 
     def columns(self, prefix: str) -> dict[str, list]:
         """kame_finetune's column names and element types for this speaker (`prefix` is e.g. `A_oracle`)."""
@@ -122,6 +145,9 @@ class OracleEvents:
             f"{prefix}_pred_offsets": self.pred_offsets.astype(np.int32).tolist(),
             f"{prefix}_hint_values": self.hint_values.astype(np.int32).tolist(),
             f"{prefix}_hint_offsets": self.hint_offsets.astype(np.int32).tolist(),
+            **({f"{prefix}_event_until": self.until.astype(np.int32).tolist(),
+                f"{prefix}_pred_read": self.pred_read.astype(np.int8).tolist(),
+                f"{prefix}_hint_read": self.hint_read.astype(np.int8).tolist()} if self.served else {}),
         }
 
     @classmethod
@@ -129,9 +155,13 @@ class OracleEvents:
         def a(name: str, dtype) -> np.ndarray:
             return np.asarray(row[f"{prefix}_{name}"] or [], dtype=dtype)
 
+        served = {}
+        if f"{prefix}_event_until" in row:
+            served = {"until": a("event_until", np.int32), "pred_read": a("pred_read", np.int8),
+                      "hint_read": a("hint_read", np.int8)}
         return cls(a("event_frame_pos", np.int32), a("event_ratio", np.float32), a("event_skip_forbid", np.int8),
                    a("pred_values", np.int32), a("pred_offsets", np.int32),
-                   a("hint_values", np.int32), a("hint_offsets", np.int32))
+                   a("hint_values", np.int32), a("hint_offsets", np.int32), **served)
 
     @classmethod
     def empty(cls) -> "OracleEvents":
@@ -141,7 +171,8 @@ class OracleEvents:
 
 def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequence[dict],
                  frames: int, encode_text: Callable[[str], list[int]], skip_forbid: str = "reference",
-                 arithmetic: str = "reference") -> tuple[OracleEvents, dict[str, int]]:
+                 arithmetic: str = "reference", arrivals: Sequence[dict] | None = None,
+                 char_ends: Callable[[str], list[int]] | None = None) -> tuple[OracleEvents, dict[str, int]]:
     """The events of one channel (the speaker who answers), as kame_finetune tokenises them.
 
     An event lands at frame `event_frame(timestamp_ms)`; events past the audio, or with neither
@@ -150,9 +181,18 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
     right after it has another channel, or there is none. With a ladder for one target channel
     (kame-data's default) that is only the very last event; `turns` also marks an event when
     `speaker` says a word between it and the next event of its channel (the last before its turn).
+
+    `arrivals` (the row's `oracle_arrival`, aligned with `events`): the served timing instead
+    (docs/design.md, "Oracle arrival"): an event lands where its reply's first chunk reset the
+    buffer, or is dropped (`not_served`) when it never played; each token is marked read when the
+    reply piece holding its last character (`char_ends`) arrived by its frame and before the next
+    reply was adopted; `until` is the next played reply's frame.
     """
-    dropped = {"outside_audio": 0, "no_tokens": 0}
+    dropped = {"outside_audio": 0, "no_tokens": 0, **({"not_served": 0} if arrivals is not None else {})}
     idx = [i for i, e in enumerate(events) if int(e["channel"]) == channel]
+    played = [i for i in idx if arrivals is not None and arrivals[i]["frame"] is not None and arrivals[i]["piece_ms"]]
+    next_first = {a: arrivals[b]["piece_ms"][0] for a, b in zip(played, played[1:])} if arrivals is not None else {}
+    until, pred_read, hint_read = [], [], []
     ends = np.sort(np.asarray([w["end"] for w in words if w["speaker"] == speaker], dtype=np.float64))
     pos, ratio, forbid, preds, hints = [], [], [], [], []
     for k, i in enumerate(idx):
@@ -165,7 +205,11 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
         else:
             t0, t1 = e["timestamp_ms"] / 1000.0, events[nxt]["timestamp_ms"] / 1000.0
             last = bool(np.any((ends > t0) & (ends <= t1)))
-        f = event_frame(e["timestamp_ms"], arithmetic)
+        if arrivals is not None and i not in played:
+            dropped["not_served"] += 1
+            continue
+        ts = arrivals[i]["piece_ms"][0] if arrivals is not None else e["timestamp_ms"]
+        f = event_frame(ts, arithmetic)
         if f < 0 or f >= frames:
             dropped["outside_audio"] += 1
             continue
@@ -176,6 +220,12 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
         if not pt and not ht:
             dropped["no_tokens"] += 1
             continue
+        if arrivals is not None:
+            nxt = next_first.get(i)
+            u = event_frame(nxt, arithmetic) if nxt is not None else -1
+            until.append(u)
+            pred_read.append(_read_flags(p, pt, e.get("prediction") or "", arrivals[i], f, u, nxt, char_ends))
+            hint_read.append(_read_flags(h, ht, e.get("prediction") or "", arrivals[i], f, u, nxt, char_ends))
         pos.append(f)
         ratio.append(float(e.get("current_spoken_ratio") or 0.0))
         forbid.append(1 if last else 0)
@@ -183,8 +233,36 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
         hints.append(ht)
     pv, po = pack_ragged(preds)
     hv, ho = pack_ragged(hints)
+    served = {}
+    if arrivals is not None:
+        served = {"until": np.asarray(until, np.int32), "pred_read": pack_ragged(pred_read)[0].astype(np.int8),
+                  "hint_read": pack_ragged(hint_read)[0].astype(np.int8)}
     return OracleEvents(np.asarray(pos, np.int32), np.asarray(ratio, np.float32), np.asarray(forbid, np.int8),
-                        pv, po, hv, ho), dropped
+                        pv, po, hv, ho, **served), dropped
+
+
+def _read_flags(text: str, tokens: list[int], streamed: str, arrival: dict, frame: int, until: int,
+                cancel_ms: int | None, char_ends: Callable[[str], list[int]] | None) -> list[int]:
+    """Per token of `text`: 1 when the served stream reads it (oracle/serve.py's rules in tokens).
+    A token arrives with the piece of the streamed reply holding its last character (by position
+    when `text` is not the streamed text, or the tokenizer cannot say where tokens end)."""
+    from kame_data.oracle.latency import pieces
+
+    piece_ms = arrival["piece_ms"]
+    ends = list(np.cumsum([len(x) for x in pieces(streamed)])) if streamed else []
+    pos = char_ends(text) if char_ends is not None and text == streamed.strip() else None
+    lead = len(streamed) - len(streamed.lstrip())  # `text` is the stripped reply
+    out = []
+    for j in range(len(tokens)):
+        if pos is not None and len(pos) == len(tokens) and ends:
+            k = min(int(np.searchsorted(ends, pos[j] - 1 + lead, side="right")), len(piece_ms) - 1)
+        else:
+            k = min(len(piece_ms) - 1, (j + 1) * len(piece_ms) // max(1, len(tokens)) - 1) if piece_ms else 0
+        t = piece_ms[max(0, k)] if piece_ms else 0
+        fj = frame + 1 + j
+        ok = (until < 0 or fj < until) and t <= fj * FRAME_MS and (cancel_ms is None or t <= cancel_ms)
+        out.append(1 if ok else 0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -233,6 +311,9 @@ def oracle_frames(ev: OracleEvents, frames: int, start_id: int, pad_id: int = TE
     hint-only example the hint's or nothing). A later event overwrites the frames it writes (as the
     reference loader does). Events marked `skip_forbid` are never skipped. Random draws come in
     the reference collator's order: skip probability, hint-only, per event skip then jitter, shift.
+
+    Served timing (`ev.served`): an event resets the buffer, so its frames up to the next reply
+    (`until`) hold its start token, the tokens the front-end read, and pad for the late ones.
     """
     out = np.full(frames, pad_id, dtype=np.int64)
     skip_p = 0.0
@@ -255,6 +336,15 @@ def oracle_frames(ev: OracleEvents, frames: int, start_id: int, pad_id: int = TE
         else:
             seq = hint if (float(ev.ratio[i]) >= 1.0 and hint.size) else ev.pred(i)
         if seq.size == 0:
+            continue
+        if ev.served:
+            stop = frames if ev.until[i] < 0 else min(frames, max(f + 1, int(ev.until[i])))
+            out[f:stop] = pad_id  # the reset: the older reply is gone
+            out[f] = start_id
+            mask = ev.read_mask(i, seq is hint)
+            n = min(seq.size, stop - f - 1)
+            keep = np.nonzero(mask[:n])[0]
+            out[f + 1 + keep] = seq[keep]
             continue
         out[f] = start_id
         n = min(seq.size, frames - f - 1)

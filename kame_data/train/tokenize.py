@@ -14,7 +14,6 @@ the SentencePiece model used, so training reads the same vocabulary.
 from __future__ import annotations
 
 import copy
-import io
 import json
 import logging
 import time
@@ -37,9 +36,9 @@ from kame_data.train.streams import (
     TEXT_PAD_ID,
     OracleEvents,
     build_events,
-    encode_lines,
     num_frames,
 )
+from kame_data.train.text_tokenizer import TextTokenizer, load_tokenizer, train_tiny_tokenizer
 from kame_data.train.transcript import text_stream, text_stream_by_chars
 
 log = logging.getLogger(__name__)
@@ -52,88 +51,22 @@ ROWS_PER_SHARD = 256  # dialogues per token shard: a shard is built in memory
 ROWS_PER_GROUP = 16  # dialogues per Parquet row group: what the streaming loader reads at once
 
 
-def token_schema() -> pa.Schema:
-    """kame_finetune's `prepared_dataset_features(use_oracle=True)` as Arrow (without use_hint)."""
+def token_schema(served: bool = False) -> pa.Schema:
+    """kame_finetune's `prepared_dataset_features(use_oracle=True)` as Arrow (without use_hint);
+    `served`: plus each speaker's served timing (`event_until`, `pred_read`, `hint_read`)."""
     seq = lambda t: pa.list_(t)  # noqa: E731
     fields = [pa.field("dialogue_id", pa.string()),
               pa.field("A", seq(seq(pa.int64()))), pa.field("B", seq(seq(pa.int64())))]
+    extra = (("event_until", pa.int32()), ("pred_read", pa.int8()), ("hint_read", pa.int8())) if served else ()
     for sp in SPEAKERS:
         for name, t in (("event_frame_pos", pa.int32()), ("event_ratio", pa.float32()),
                         ("event_skip_forbid", pa.int8()), ("pred_values", pa.int32()), ("pred_offsets", pa.int32()),
-                        ("hint_values", pa.int32()), ("hint_offsets", pa.int32())):
+                        ("hint_values", pa.int32()), ("hint_offsets", pa.int32()), *extra):
             fields.append(pa.field(f"{sp}_oracle_{name}", seq(t)))
     return pa.schema(fields)
 
 
 # ---------------------------------------------------------------------------------------- text
-
-
-class TextTokenizer:
-    """SentencePiece with Moshi's special ids: 0 end-of-pad (Moshi's), 3 pad."""
-
-    def __init__(self, model_bytes: bytes):
-        import sentencepiece as spm
-
-        self.model_bytes = model_bytes
-        self.sp = spm.SentencePieceProcessor(model_proto=model_bytes)
-        nl = self.sp.encode("\n")
-        self.newline_id: int | None = nl[-1] if nl else None
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.sp.get_piece_size())
-
-    def encode(self, text: str) -> list[int]:
-        return list(self.sp.encode(text))
-
-    def pieces(self, text: str) -> list[tuple[int, str]]:
-        """(id, piece text) for `text`, for placing tokens by characters (transcript.py). A run of
-        byte-fallback pieces (`<0x..>`) becomes one piece, the characters it decodes to, with the id
-        the vocabulary gives that text (usually unknown), as kame_finetune's tools/tokenize_text.py
-        merges them."""
-        ids, texts = list(self.sp.encode(text)), list(self.sp.encode(text, out_type=str))
-        out: list[tuple[int, str]] = []
-        run: list[str] = []
-        for tid, piece in zip(ids, texts):
-            if not (piece.startswith("<0x") and self.sp.is_byte(tid)):
-                out.append((tid, piece))
-                continue
-            run.append(piece)
-            decoded = self.sp.decode_pieces(run)
-            if decoded and "\ufffd" not in decoded:  # a whole character
-                out.append((int(self.sp.piece_to_id(decoded)), decoded))
-                run = []
-        if run:
-            out.append((int(self.sp.unk_id()), "".join(run)))
-        return out
-
-    def encode_text(self, text: str) -> list[int]:
-        return encode_lines(self.encode, text, self.newline_id)
-
-
-def train_tiny_tokenizer(texts: list[str], vocab_size: int) -> TextTokenizer:
-    """A small SentencePiece model trained on the dataset's own text, offline and deterministic:
-    a stand-in for Moshi's 32k tokenizer in tests and CPU runs. Ids 0-3 are unk, bos, eos, pad,
-    matching Moshi's layout (pad 3)."""
-    import sentencepiece as spm
-
-    buf = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=buf, vocab_size=vocab_size, model_type="unigram",
-        character_coverage=1.0, hard_vocab_limit=False, unk_id=0, bos_id=1, eos_id=2, pad_id=3,
-        num_threads=1, shuffle_input_sentence=False, minloglevel=2)
-    return TextTokenizer(buf.getvalue())
-
-
-def load_tokenizer(spec: str) -> TextTokenizer:
-    from moshi.models import loaders
-
-    from kame_data.train.model import resolve_file
-
-    return TextTokenizer(resolve_file(spec, loaders.TEXT_TOKENIZER_NAME).read_bytes())
-
-
-# ---------------------------------------------------------------------------------------- audio
 
 
 def tiny_mimi_config(bins: int = 64) -> dict:
@@ -235,10 +168,18 @@ class TokenDatasetInfo:
 
 
 def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str, int],
-                 rules: TokenizeConfig | None = None) -> tuple[dict, dict]:
+                 rules: TokenizeConfig | None = None, timing: str = "ideal") -> tuple[dict, dict]:
     """One dataset row -> one token row (see the module docstring) and drop counts. `rules`:
-    text placement, frame arithmetic and skip_forbid (default: the reference's)."""
+    text placement, frame arithmetic and skip_forbid (default: the reference's); `timing`: `served`
+    places events where the row's oracle_arrival says the front-end read them (docs/design.md,
+    "Oracle arrival")."""
     rules = rules or TokenizeConfig()
+    arrivals = None
+    if timing == "served":
+        arrivals = row.get("oracle_arrival")
+        if arrivals is None:
+            raise TrainError(f"row {row['id']}: oracle.timing: served needs the oracle_arrival column; make the "
+                             "dataset with a recipe whose oracle.latency is a latency model (e.g. hosted-fast)")
     audio, sr = read_audio(row)
     codes = {}
     for sp in SPEAKERS:
@@ -250,7 +191,7 @@ def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str
         raise TrainError(f"row {row['id']}: codec gave {T} frames, expected {expected}")
     words = sorted(row["words"], key=lambda w: (w["start"], w["end"]))
     out: dict = {"dialogue_id": row["id"]}
-    drops = {"outside_audio": 0, "no_tokens": 0}
+    drops = {"outside_audio": 0, "no_tokens": 0, **({"not_served": 0} if arrivals is not None else {})}
     for sp in SPEAKERS:
         mine = [w for w in words if w["speaker"] == sp]
         if rules.text_placement == "chars":
@@ -261,7 +202,7 @@ def tokenize_row(row: dict, codec: Codec, tok: TextTokenizer, channels: dict[str
         out[sp] = np.concatenate([text[None], codes[sp][:, :T]], axis=0).tolist()
     for sp in SPEAKERS:
         ev, d = build_events(row["oracle"] or [], channels[sp], sp, row["words"], T, tok.encode_text,
-                             rules.skip_forbid, rules.frame_arithmetic)
+                             rules.skip_forbid, rules.frame_arithmetic, arrivals, tok.char_ends)
         out.update(ev.columns(f"{sp}_oracle"))
         for k, v in d.items():
             drops[k] += v
@@ -309,8 +250,9 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
     codec = Codec(tc.codec, seed=cfg.seed, bins=tc.tiny_codec_bins, device=tc.device)
     write_bytes(out / TOKENIZER_FILE, tok.model_bytes)
     meta_splits: dict[str, dict] = {}
-    drops = {"outside_audio": 0, "no_tokens": 0}
-    schema = token_schema()
+    served = cfg.oracle.timing == "served"
+    drops = {"outside_audio": 0, "no_tokens": 0, **({"not_served": 0} if served else {})}
+    schema = token_schema(served)
     for split in splits:
         total = ds.num_rows(split)
         n_shards = max(1, -(-total // ROWS_PER_SHARD))
@@ -328,7 +270,7 @@ def tokenize_dataset(dataset: Path, out: Path, cfg: TrainConfig,
             rows.clear()
 
         for row in ds.rows(split=split):
-            r, d = tokenize_row(row, codec, tok, tc.channels, tc)
+            r, d = tokenize_row(row, codec, tok, tc.channels, tc, cfg.oracle.timing)
             rows.append(r)
             stats["rows"] += 1
             stats["frames"] += len(r["A"][0])
