@@ -80,7 +80,12 @@ def infer_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Folder for reply.wav, dialogue.wav, reply.txt, infer.json."),
     oracle: str = typer.Option("row", "--oracle", help="row (the row's ladder), none (blank stream) or openai "
                                                        "(a live OpenAI-compatible simulator)."),
-    delay: float = typer.Option(0.0, "--delay", min=0.0, help="Seconds each oracle event arrives late."),
+    delay: float = typer.Option(0.0, "--delay", min=0.0, help="Seconds each oracle event arrives late (a constant; "
+                                "--latency models a back-end instead)."),
+    latency: Optional[str] = typer.Option(None, "--latency", help="Time the oracle as a KAME server would deliver "
+                                          "it under an oracle.latency preset (ideal, hosted-fast, hosted-slow, "
+                                          "stress) or a JSON mapping of its parameters: each reply from its first "
+                                          "chunk, late tokens lost."),
     model: Optional[str] = typer.Option(None, "--model", help="--oracle openai: the model name."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="--oracle openai: the server's URL."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="--oracle openai: the environment "
@@ -101,8 +106,10 @@ def infer_cmd(
 
     The model hears the user (channel B) frame by frame and generates the assistant's text and
     audio; the oracle stream is fed as in training: the row's ladder, nothing (none), or a live
-    simulator asked at each ladder step (openai), every event --delay seconds late. Mimi decodes
-    the audio. OUT gets reply.wav, dialogue.wav (reply left, user right), reply.txt, infer.json.
+    simulator asked at each ladder step (openai), every event --delay seconds late, or timed by a
+    back-end latency model (--latency hosted-fast: each reply from its first chunk, one token per
+    frame, late tokens lost; README "Oracle arrival times"). Mimi decodes the audio. OUT gets
+    reply.wav, dialogue.wav (reply left, user right), reply.txt, infer.json (events with their arrival).
 
     Example:  kame-data infer out/train/train_tiny --dataset out/quickstart --id gsm8k-1234-v0 --out out/reply
     """
@@ -115,8 +122,8 @@ def infer_cmd(
         if not model:
             fail("--oracle openai needs --model (and --base-url for a server other than OpenAI's)")
         backend = BackendConfig(kind="openai", model=model, base_url=base_url, api_key_env=api_key_env)
-    cfg = InferConfig(oracle=oracle, delay=delay, seed=seed, temperature=temperature, text_temperature=text_temperature,
-                      device=device, max_seconds=max_seconds, codec=codec,
+    cfg = InferConfig(oracle=oracle, delay=delay, latency=_latency_arg(latency), seed=seed, temperature=temperature,
+                      text_temperature=text_temperature, device=device, max_seconds=max_seconds, codec=codec,
                       tokenizer=str(tokenizer) if tokenizer else None, backend=backend)
     console_logging()
     try:
@@ -131,3 +138,15 @@ def infer_cmd(
 def register(app: typer.Typer) -> None:
     app.command("export-checkpoint")(export_checkpoint_cmd)
     app.command("infer")(infer_cmd)
+
+
+def _latency_arg(value: Optional[str]):
+    """--latency: a preset name, or a JSON mapping of oracle.latency parameters."""
+    if value is None or not value.lstrip().startswith("{"):
+        return value
+    import json
+
+    try:
+        return json.loads(value)
+    except ValueError as e:
+        fail(f"--latency: not a preset name or a JSON mapping ({e})")

@@ -13,7 +13,10 @@ of frame s - 1 - text delay). The oracle stream comes from
   words, for the assistant's next words from the conversation alone (level 0: at inference there is
   no true reply to hint at).
 
-`delay` seconds move every event later: the latency between an oracle request and its answer.
+`latency` (an oracle.latency preset or mapping; docs/design.md, "Oracle arrival") times the events
+as a KAME server would deliver them: each reply starts where its first chunk resets the buffer,
+tokens that arrive late are lost, an older reply plays until a newer one is adopted. Without it,
+`delay` seconds move every event later (a constant latency, the shortcut kept from before).
 Mimi decodes the generated codes; OUT gets reply.wav, dialogue.wav (reply left, user right),
 reply.txt and infer.json (settings, per-frame tokens, the events fed).
 """
@@ -49,6 +52,7 @@ SPECIAL_TEXT = (0, 3)  # Moshi's end-of-pad and pad: no text
 class InferConfig:
     oracle: str = "row"  # row | none | openai
     delay: float = 0.0  # seconds between an oracle request and its answer reaching the stream
+    latency: Any = None  # an oracle.latency preset or mapping: served timing instead of `delay`
     seed: int = 0
     temperature: float = 0.8  # audio; 0 = greedy
     text_temperature: float = 0.7
@@ -140,8 +144,33 @@ def oracle_events(row: dict, recipe: dict, cfg: InferConfig) -> list[dict]:
         if cfg.backend is None:
             raise TrainError("--oracle openai needs a backend (--model, --base-url)")
         events = live_events(row, recipe, cfg.backend)
-    shift = int(round(cfg.delay * 1000))
+    shift = 0 if cfg.latency is not None else int(round(cfg.delay * 1000))
     return [{**e, "timestamp_ms": int(e["timestamp_ms"]) + shift} for e in events]
+
+
+def served_arrivals(events: list[dict], row_id: str, recipe: dict, cfg: InferConfig) -> list[dict | None] | None:
+    """Per event, its arrival and served timing under `cfg.latency` (None without one), drawn as
+    the write step draws a row's (the recipe seed, the row id, the channel), so `--latency` with the
+    recipe's own model replays the row's oracle_arrival."""
+    if cfg.latency is None:
+        return None
+    from kame_data.oracle.latency import arrivals as draw, parse_latency
+    from kame_data.oracle.serve import serve
+
+    try:
+        model = parse_latency(cfg.latency)
+    except ValueError as e:
+        raise TrainError(f"--latency: {e}") from e
+    out: list[dict | None] = [None] * len(events)
+    for channel in sorted({int(e["channel"]) for e in events}):
+        idx = [i for i, e in enumerate(events) if int(e["channel"]) == channel]
+        got = draw(model, [(int(events[i]["timestamp_ms"]), events[i].get("prediction") or "") for i in idx],
+                   int(recipe.get("seed", 0)), f"{row_id}/{channel}")
+        played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
+                       streams=model.streams)
+        for i, a, p in zip(idx, got, played):
+            out[i] = {**a.to_dict(), **p.to_dict()}
+    return out
 
 
 def _wav(pcm: np.ndarray, sample_rate: int) -> bytes:
@@ -193,6 +222,7 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
     ckpt = read_checkpoint(checkpoint)
     row, recipe = _row(Path(dataset), row_id)
     events = oracle_events(row, recipe, cfg)  # before loading anything heavy: a bad backend fails fast
+    arrivals = served_arrivals(events, row_id, recipe, cfg)
     tok, codec = _tokenizer(ckpt, cfg), _codec(ckpt, cfg)
     dtype = torch.bfloat16 if torch.device(cfg.device).type == "cuda" else torch.float32
     model = load_model(ckpt, cfg.device, dtype).eval()
@@ -207,7 +237,8 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
     codes = codec.encode(user_pcm)  # [8, T]
     n_user = lm.n_q - lm.dep_q
     T = codes.shape[1]
-    ev, _ = build_events(events, CHANNEL["A"], "A", row["words"], T, tok.encode_text)
+    ev, _ = build_events(events, CHANNEL["A"], "A", row["words"], T, tok.encode_text,
+                         arrivals=arrivals, char_ends=tok.char_ends if arrivals is not None else None)
     oracle = oracle_frames(ev, T, model.oracle_start_id, TEXT_PAD_ID)
     t_gen = time.perf_counter()
     texts, own = generate(model, torch.from_numpy(codes[:n_user]).to(cfg.device), oracle, cfg)
@@ -230,7 +261,9 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
         "backend": {"kind": cfg.backend.kind, "model": cfg.backend.model} if cfg.backend else None,
         "frames": T, "frame_rate": frame_rate, "events_fed": len(ev),
         "events": [{"frame": frame_of_ms(e["timestamp_ms"]), **{k: e.get(k) for k in (
-            "timestamp_ms", "conversation_context", "prediction", "hint", "current_spoken_ratio")}} for e in events],
+            "timestamp_ms", "conversation_context", "prediction", "hint", "current_spoken_ratio")},
+                    **({"arrival": a} if a is not None else {})}
+                   for e, a in zip(events, arrivals or [None] * len(events))],
         "text": text, "pieces": pieces, "text_tokens": texts.tolist(), "oracle_tokens": oracle.tolist(),
         "audio_codes": own.tolist(), "seconds": round(seconds, 3), "generate_seconds": round(t_gen, 3)})
     log.info("infer %s: %d frames, %d oracle events, %.1f s", row_id, T, len(ev), seconds)

@@ -75,6 +75,35 @@ def test_a_live_oracle_answers_each_step_and_arrives_late(tiny_run, tmp_path, mo
     assert [e["conversation_context"] for e in run["events"]] == [e["conversation_context"] for e in row_events]
 
 
+def test_a_live_oracle_timed_by_a_latency_model(tiny_run, tmp_path, monkeypatch):
+    """--latency: each reply starts where the latency model says its first chunk arrives (here a
+    1 s time to first token and an instant stream), and the tokens after it are the ones the
+    served stream reads."""
+    from kame_data.llm.config import BackendConfig
+    from kame_data.oracle.latency import arrivals, parse_latency
+    from kame_data.train.infer import InferConfig, infer
+    from tests.loopback_server import LoopbackServer
+
+    dataset, ckpt = tiny_run
+    monkeypatch.setenv("KAME_TEST_KEY", "sk-test")
+    latency = {"first_token": 1.0}
+    with LoopbackServer() as srv:
+        cfg = InferConfig(oracle="openai", latency=latency, max_seconds=3.2,
+                          backend=BackendConfig(kind="openai", model="loopback", base_url=srv.base_url,
+                                                api_key_env="KAME_TEST_KEY"))
+        infer(ckpt, dataset, ROW, tmp_path / "live", cfg)
+    run = json.loads((tmp_path / "live" / "infer.json").read_text())
+    row_events = _row(dataset)["oracle"]
+    predicted = arrivals(parse_latency(latency), [(e["timestamp_ms"], e["prediction"]) for e in run["events"]],
+                         0, f"{ROW}/0")
+    assert [e["timestamp_ms"] for e in run["events"]] == [e["timestamp_ms"] for e in row_events]  # no --delay shift
+    assert [a.first_token_ms for a in predicted] == [e["timestamp_ms"] + 1000 for e in row_events]
+    starts = sorted(i for i, t in enumerate(run["oracle_tokens"]) if t == 200)
+    want = sorted({int(a.first_token_ms / 1000 * 12.5) for a in predicted if a.first_token_ms / 1000 * 12.5 < 40})
+    assert starts == want and starts[0] == int((row_events[0]["timestamp_ms"] + 1000) / 1000 * 12.5)
+    assert all(e["arrival"]["first_token_ms"] == a.first_token_ms for e, a in zip(run["events"], predicted))
+
+
 def _row(dataset):
     from kame_data.dataset.folder import DatasetDir
 
