@@ -26,7 +26,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
-from kame_data.yields import after_yield
+from kame_data.yields import after_yield, rewrite_note
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +279,9 @@ def plan_recipe(recipe: Recipe) -> Plan:
             plan.notes.append(f"{spec.name or spec.kind}: {items} rows in {spec.path}, before filters")
     plan.notes.append("audio and LLM figures are estimates (typical turn lengths per source, the recipe's voices "
                       "and oracle settings, identical requests counted once)")
+    wasted = rewrite_note(((recipe.raw.get("script") or {}).get("style") or "template"), cfg.script, load_calibration())
+    if wasted:
+        plan.notes.append(wasted)
     return plan
 
 

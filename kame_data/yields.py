@@ -38,3 +38,23 @@ def after_yield(name: str, kind: str, dialogues: int | None, items_from: str, st
     notes.append(f"{name}: {dialogues:,} dialogues asked, {kept:,} expected: the script keeps {share:.1%} {whose} "
                  f"(rejects, of {y['rows']} fixture {kind} rows: {why}; calibration of {yields['measured']})")
     return kept
+
+
+def rewrite_note(asked: str, script, calibration: dict) -> str | None:
+    """What the plan says of LLM rewrites that would be thrown away: `asked` is the recipe's
+    `script.style` as written (auto resolves before the plan sees it), `script` the resolved
+    config. The embedded model's measured fallback rate (calibration llamacpp.script) says how
+    many of its rewrites fail the checks and fall back to the template."""
+    measured = ((calibration.get("llamacpp") or {}).get("script") or {})
+    rate, basis = measured.get("fallback_rate"), measured.get("fallback") or {}
+    if rate is None or script.llm.backend.kind != "llamacpp":
+        return None
+    seen = (f"its rewrites of {basis.get('dialogues', '?')} dialogues fell back to the template {rate:.0%} of the "
+            f"time, measured by `{basis.get('command', 'benchmarks/calibrate.py')}`")
+    if asked == "auto":
+        return (f"script.style auto is template here: the rewrite model is the embedded one, and {seen}. Point "
+                "script.llm.backend at a served model to rewrite")
+    if script.style == "llm" and rate >= 0.5:
+        return (f"script rewrites by the embedded model are mostly thrown away: {seen}. Set script.style: auto "
+                "(the template with this model) or point script.llm.backend at a served model")
+    return None

@@ -31,11 +31,33 @@ def test_kame_paper_mix(no_downloads):
     assert split == PAPER
     totals = plan.to_dict()["totals"]
     assert totals["dialogues"] == 56582 and totals["items"] == 31436
-    assert totals["script_calls"] == 56582  # the paper's conversational rewrite: one LLM call per dialogue
+    # script.style auto with the embedded rewrite model: the template, no rewrite paid for (its rewrites
+    # fall back to the template; the calibration measured it), and the plan says why
+    assert totals["script_calls"] == 0 and plan.style == "template"
+    assert any(n.startswith("script.style auto is template here") and "100%" in n for n in plan.notes), plan.notes
     assert totals["oracle_calls"] > 20 * 56582 and totals["prompt_tokens"] > totals["completion_tokens"] > 0
     assert 300 < totals["audio_hours"] < 2000
     text = format_plan(plan)
     assert "56,582" in text and "22,800" in text and "11,742" in text and "22,040" in text
+
+
+def test_kame_paper_rewrites_with_a_served_model(no_downloads, tmp_path):
+    """style auto rewrites when script.llm.backend is a served model: the paper's one LLM call per dialogue;
+    style llm with the embedded model is planned as asked, with a note that the rewrites are wasted."""
+    raw = yaml.safe_load(Path("recipes/kame_paper.yaml").read_text())
+    raw["script"]["llm"]["backend"] = {"kind": "openai", "model": "gpt-4.1-mini"}
+    served = tmp_path / "served.yaml"
+    served.write_text(yaml.safe_dump(raw))
+    plan = plan_recipe(load_recipe(served))
+    assert plan.style == "llm" and plan.to_dict()["totals"]["script_calls"] == 56582
+    assert not any("thrown away" in n or "auto is template" in n for n in plan.notes)
+    raw["script"]["llm"].pop("backend")
+    raw["script"]["style"] = "llm"
+    embedded = tmp_path / "embedded.yaml"
+    embedded.write_text(yaml.safe_dump(raw))
+    plan = plan_recipe(load_recipe(embedded))
+    assert plan.to_dict()["totals"]["script_calls"] == 56582
+    assert any("mostly thrown away" in n for n in plan.notes), plan.notes
 
 
 def test_cli_plan_prints_the_split():
@@ -118,7 +140,10 @@ def test_the_plan_counts_what_the_script_keeps(monkeypatch, no_downloads, tmp_pa
     full = plan_recipe(load_recipe(template))
     monkeypatch.setattr(plan_mod, "load_calibration", lambda: {**cal, "yields": yields})
     plan = plan_recipe(load_recipe(template))
-    llm_style = plan_recipe(load_recipe("recipes/kame_paper.yaml"))  # a quota, and rewrites the template's rejects do not measure
+    raw["script"]["style"] = "llm"
+    llm_recipe = tmp_path / "paper_llm.yaml"
+    llm_recipe.write_text(yaml.safe_dump(raw))
+    llm_style = plan_recipe(load_recipe(llm_recipe))  # a quota, and rewrites the template's rejects do not measure
     assert next(s for s in llm_style.sources if s.kind == "mmlu_pro").kept == 22800
     mmlu = next(s for s in plan.sources if s.kind == "mmlu_pro")
     before = next(s for s in full.sources if s.kind == "mmlu_pro")

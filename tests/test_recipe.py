@@ -29,7 +29,7 @@ SOURCE = "sources: [{kind: gsm8k, path: a.jsonl}]\n"
     ("name: x\n" + SOURCE + "oracle: {backend: {kind: gpt}}\n",
      "recipe r.yaml: oracle.backend.kind: 'gpt' is not one of ['llamacpp', 'openai', 'vllm']"),
     ("name: x\n" + SOURCE + "script: {style: poem}\n",
-     "recipe r.yaml: script.style: 'poem' is not one of ['template', 'llm']"),
+     "recipe r.yaml: script.style: 'poem' is not one of ['template', 'llm', 'auto']"),
     ("name: x\n" + SOURCE + "filters: {skip: [tables]}\n", "recipe r.yaml: filters.skip[0]: 'tables' is not one of"),
     ("name: x\n" + SOURCE + "publish: {rows_per_shard: 0}\n",
      "recipe r.yaml: publish.rows_per_shard: 0 is less than the minimum of 1"),

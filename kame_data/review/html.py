@@ -106,7 +106,9 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
     reply_words: list[list[int]] = []
     out_events = []
     early = {i for i, _ in early_events(row)}
+    arrived = row.get("oracle_arrival") or [None] * len(events)  # a latency model's timing (dataset/rows.py)
     for i, (e, span, truth) in enumerate(zip(events, spans, true_replies(words, events))):
+        a = arrived[i]
         if truth not in replies:
             replies.append(truth)
             reply_words.append(span)
@@ -114,7 +116,11 @@ def _card(row: dict[str, Any], audio_index: int) -> dict[str, Any]:
                            "prediction": e["prediction"], "hint": e["hint"], "reply": replies.index(truth),
                            "f1": round(token_f1(e["prediction"], truth), 3),
                            "rouge": round(rouge_l(e["prediction"], truth), 3), "channel": e["channel"],
-                           "early": i in early})
+                           "early": i in early,
+                           **({"arrival": a["piece_ms"][0] if a["frame"] is not None and a["piece_ms"] else None,
+                               "served": f"{a['read']} read, {a['late']} late, {a['cut']} cut"
+                               if a["frame"] is not None else ("never played" if a["sent"] else "never asked")}
+                              if a is not None else {})})
     return {
         "id": row["id"], "item": row["item_id"], "source": row["source"], "category": row["category"],
         "variant": row["variant"], "duration": row["duration"],

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 from kame_data.config_schema import Schema
 from kame_data.llm.config import BackendConfig
 
+EMBEDDED = "llamacpp"  # the embedded rewrite model (style auto does not pay for its rewrites)
+
 Words = Annotated[int, Schema(minimum=5)]
 Positive = Annotated[float, Schema(exclusiveMinimum=0)]
 
@@ -28,7 +30,10 @@ class LlmScriptConfig:
 class ScriptConfig:
     """Spoken-style dialogues from source items: the user asks, the assistant answers."""
 
-    style: Literal["template", "llm"] = "template"  # template, or llm: an LLM rewrites each template dialogue (the template on failure)
+    # template, or llm: an LLM rewrites each template dialogue (the template on failure); auto: llm when
+    # script.llm.backend is a served model, template with the embedded one, whose rewrites fail the checks
+    # and fall back to the template (kame_data/calibration.json, llamacpp.script.fallback_rate).
+    style: Literal["template", "llm", "auto"] = "template"
     # How a multiple-choice question is read: all options, subset (the answer and some distractors,
     # `max_options` in all) or open (no options read).
     mmlu_options: Literal["all", "subset", "open"] = "subset"
@@ -41,3 +46,7 @@ class ScriptConfig:
     max_turn_seconds: Positive = 45.0
     words_per_second: Positive = 2.6  # speaking rate the turn length is estimated at
     llm: LlmScriptConfig = field(default_factory=LlmScriptConfig)  # style llm: the rewrite model and its limits
+
+    def __post_init__(self) -> None:
+        if self.style == "auto":  # decided once, so the steps, checkpoints and plan see template or llm
+            object.__setattr__(self, "style", "template" if self.llm.backend.kind == EMBEDDED else "llm")

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kame_data.oracle.latency import PRESETS
+from tests import chromium
 from tests.conftest import CLI
 from tests.quickstart_identity import rows
 
@@ -82,3 +83,26 @@ def test_ideal_latency_leaves_the_rows_as_they_were(quickstart_out, tmp_path):
     bad = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(tmp_path / "k2"), "--timing", "arrival"],
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "no oracle arrival times" in bad.stderr
+
+
+@pytest.mark.skipif(not chromium.available(), reason=chromium.SKIP_REASON)
+def test_the_review_page_shows_both_timings(quickstart_out, tmp_path):
+    from tests.review.test_review import _open, page_data
+
+    out = tmp_path / "slow"
+    assert _republish(quickstart_out, out, "hosted-slow").returncode == 0
+    page = tmp_path / "review.html"
+    r = subprocess.run(CLI + ["review", str(out), "-o", str(page), "--audio", "none"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    data = page_data(page.read_text("utf-8"))
+    d = data["dialogues"][0]
+    played = [e for e in d["events"] if e.get("arrival") is not None]
+    assert played and all(e["arrival"] > e["t"] for e in played)
+    with chromium.Browser(width=1280, height=900) as b:
+        _open(b, page)
+        assert b.eval("document.querySelectorAll('#card-0 .mk-row .mk:not(.arrival)').length") == len(d["events"])
+        assert b.eval("document.querySelectorAll('#card-0 .arrival-row .mk.arrival').length") == len(played)
+        left = b.eval("parseFloat(document.querySelector('#card-0 .arrival-row .mk.arrival').style.left)")
+        first = b.eval("parseFloat(document.querySelector('#card-0 .mk-row .mk').style.left)")
+        assert left > first  # a reply reaches the front-end after its ladder time
+        assert b.errors == []

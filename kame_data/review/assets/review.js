@@ -226,6 +226,22 @@
       mkRow.append(m);
     });
     tl.append(ruler, mkRow);
+    if (d.events.some((e) => "arrival" in e)) {
+      // a latency model's timing: where each reply reached the front-end (docs/design.md, "Oracle arrival")
+      labels.append(el("div", "tl-label mk-label", "arrival"));
+      const arRow = el("div", "mk-row arrival-row");
+      d.events.forEach((e, i) => {
+        if (e.arrival === null || e.arrival === undefined) return;
+        const m = el("button", "mk arrival lv" + e.level);
+        m.type = "button";
+        m.style.left = (e.arrival / 1000) * PX_PER_S - 5 + "px";
+        m.title = `asked at ${secs(e.t)} s, first chunk at ${secs(e.arrival)} s · ${e.served}`;
+        m.setAttribute("aria-label", "oracle reply arrived at " + secs(e.arrival) + " s");
+        m.addEventListener("click", () => select(c, i, true));
+        arRow.append(m);
+      });
+      tl.append(arRow);
+    }
     const laneOf = {};
     for (const s of speakers) {
       labels.append(el("div", "tl-label lane-label", `${s.speaker} ${s.role}`));
