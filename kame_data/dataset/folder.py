@@ -25,7 +25,8 @@ from kame_data.schema import SchemaError, validate
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 16  # rows decoded at a time, whatever the shard size
-META_COLUMNS = ("id", "item_id", "source", "category", "variant", "duration", "turns", "words", "oracle")  # no audio
+META_COLUMNS = ("id", "item_id", "source", "category", "variant", "duration", "turns", "words", "oracle",
+                "oracle_arrival")  # no audio; oracle_arrival where a latency model gave it (OPTIONAL_COLUMNS)
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,11 @@ when each reply's units arrive (latency.py). docs/design.md, "Oracle arrival", h
 worked examples; they follow KAME's server (SakanaAI/kame `src/kame/server_oracle.py`, its
 LLMStreamMultiplexer and opus_loop; ../shared/STACK.md, "How KAME serves the oracle"):
 
-1. Replies stream side by side. A reply is adopted when its first chunk arrives, unless a newer
-   reply was adopted first (then it is ignored); adopting it cancels every older reply, so what
-   they had not delivered never comes.
-2. At most `streams` replies are live at once (the adopted one and those still waiting for their
-   first chunk): a request beyond that cancels the oldest waiting reply.
+1. Replies stream side by side. A reply is adopted when its first chunk arrives; adopting it
+   cancels every older reply, so what they had not delivered never comes (and an older reply
+   never answers after a newer one).
+2. At most `streams` replies are live at once (those waiting for their first chunk, and the
+   adopted one while it still streams): a request beyond that cancels the oldest waiting reply.
 3. The adopted reply resets the oracle buffer: the frame in which its first chunk arrives holds
    the start token, and unit j of the reply belongs to the j-th frame after it.
 4. One unit per frame: a unit that has not arrived by the start of its frame is never read (that
@@ -56,22 +56,31 @@ def serve(sent: Sequence[bool], requested_ms: Sequence[int], unit_ms: Sequence[S
           frame_ms: int = FRAME_MS) -> list[Served]:
     """The served stream of one channel's events, in event order: `sent[k]`, `requested_ms[k]` and
     `unit_ms[k]` (when each unit of reply k arrives, non-decreasing) come from its Arrival;
-    `streams`: the most live replies (0: no limit; KAME's server allows 7)."""
+    `streams`: the most live replies (0: no limit; KAME's server allows 7).
+
+    Requests and first chunks are replayed in time order (a request before a first chunk at the
+    same instant): a request joins the replies waiting for their first chunk and, beyond the limit,
+    cancels the oldest waiting ones (the adopted reply counts while it still streams); a first chunk
+    adopts its reply and cancels every older one."""
     n = len(sent)
-    first = [unit_ms[k][0] if sent[k] and unit_ms[k] else None for k in range(n)]
-    dropped: set[int] = set()  # cancelled by the stream limit before their first chunk
-    if streams > 0:
-        for k in sorted((k for k in range(n) if first[k] is not None), key=lambda k: (requested_ms[k], k)):
-            t = requested_ms[k]
-            waiting = [j for j in range(k) if first[j] is not None and j not in dropped
-                       and requested_ms[j] <= t < first[j]]
-            while len(waiting) > max(0, streams - 2):  # one slot for the adopted reply, one for k
-                dropped.add(waiting.pop(0))
-    adopted: list[int] = []  # in the order they were adopted (by first-chunk time)
-    for k in sorted((k for k in range(n) if first[k] is not None and k not in dropped), key=lambda k: (first[k], k)):
-        if not adopted or k > adopted[-1]:
+    first = {k: unit_ms[k][0] for k in range(n) if sent[k] and unit_ms[k]}
+    moments = sorted([(requested_ms[k], 0, k) for k in first] + [(t, 1, k) for k, t in first.items()])
+    waiting: list[int] = []  # in request order
+    cancelled: set[int] = set()
+    adopted: list[int] = []
+    for t, kind, k in moments:
+        if kind == 0:  # a request leaves
+            waiting.append(k)
+            live = adopted and unit_ms[adopted[-1]][-1] > t
+            while streams > 0 and len(waiting) + bool(live) > streams:
+                cancelled.add(waiting.pop(0))
+        elif k in waiting:  # its first chunk: adopted, every older reply cancelled
+            for j in [j for j in waiting if j < k]:
+                waiting.remove(j)
+                cancelled.add(j)
+            waiting.remove(k)
             adopted.append(k)
-    out = [Served(frame=None, late=len(unit_ms[k]) if k in dropped else 0) for k in range(n)]
+    out = [Served(frame=None, late=len(unit_ms[k]) if k in cancelled else 0) for k in range(n)]
     for pos, k in enumerate(adopted):
         r = frame_of(first[k])
         nxt = adopted[pos + 1] if pos + 1 < len(adopted) else None

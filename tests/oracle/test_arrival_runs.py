@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kame_data.oracle.latency import PRESETS
+from kame_data.train.streams import build_events
 from tests import chromium
 from tests.conftest import CLI
 from tests.quickstart_identity import rows
@@ -69,6 +70,10 @@ def test_a_hosted_preset_times_every_event_and_changes_nothing_else(quickstart_o
         assert [(g["timestamp_ms"], g["ideal_timestamp_ms"]) for g in got] == \
             [(a["piece_ms"][0], e["timestamp_ms"]) for e, a in played]
         assert all(g["timestamp_ms"] > g["ideal_timestamp_ms"] for g in got)
+        # kame_finetune's tokenize_oracle rules, as the trainer ports them, read the export as it is
+        words = json.loads((dest / "text" / f"{row['id']}.json").read_text())
+        ev, dropped = build_events(got, 0, "A", words, int(row["duration"] * 12.5) + 1, str.split)
+        assert len(ev) >= 1 and len(ev) + sum(dropped.values()) == len(got)
 
 
 def test_ideal_latency_leaves_the_rows_as_they_were(quickstart_out, tmp_path):
@@ -95,14 +100,15 @@ def test_the_review_page_shows_both_timings(quickstart_out, tmp_path):
     r = subprocess.run(CLI + ["review", str(out), "-o", str(page), "--audio", "none"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     data = page_data(page.read_text("utf-8"))
-    d = data["dialogues"][0]
+    # a slow back-end: many replies are cancelled before they answer (KAME's 7 streams), some play
+    i, d = next((i, d) for i, d in enumerate(data["dialogues"]) if any(e.get("arrival") for e in d["events"]))
     played = [e for e in d["events"] if e.get("arrival") is not None]
-    assert played and all(e["arrival"] > e["t"] for e in played)
+    assert all(e["arrival"] > e["t"] and "read" in e["served"] for e in played)
     with chromium.Browser(width=1280, height=900) as b:
         _open(b, page)
-        assert b.eval("document.querySelectorAll('#card-0 .mk-row .mk:not(.arrival)').length") == len(d["events"])
-        assert b.eval("document.querySelectorAll('#card-0 .arrival-row .mk.arrival').length") == len(played)
-        left = b.eval("parseFloat(document.querySelector('#card-0 .arrival-row .mk.arrival').style.left)")
-        first = b.eval("parseFloat(document.querySelector('#card-0 .mk-row .mk').style.left)")
+        assert b.eval(f"document.querySelectorAll('#card-{i} .mk-row .mk:not(.arrival)').length") == len(d["events"])
+        assert b.eval(f"document.querySelectorAll('#card-{i} .arrival-row .mk.arrival').length") == len(played)
+        left = b.eval(f"parseFloat(document.querySelector('#card-{i} .arrival-row .mk.arrival').style.left)")
+        first = b.eval(f"parseFloat(document.querySelector('#card-{i} .mk-row .mk').style.left)")
         assert left > first  # a reply reaches the front-end after its ladder time
         assert b.errors == []

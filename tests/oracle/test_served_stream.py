@@ -67,14 +67,20 @@ def test_an_older_reply_that_answers_after_a_newer_one_is_ignored():
 
 
 def test_the_stream_limit_cancels_the_oldest_reply_still_waiting():
-    # seven streams at most (KAME's default): the adopted reply 0 and six waiting ones (asked at
-    # 1000-3500 ms) fill them, so the request at 4000 ms cancels the oldest waiting reply (1)
-    asked = [500, 1000, 1500, 2000, 2500, 3000, 3500, 4000]
+    # seven live streams at most (KAME's default). Reply 0 answered at 600 ms and is done, so the
+    # seven replies asked at 1000-4000 ms fill the streams and the eighth (4500 ms) cancels the
+    # oldest still waiting (reply 1)
+    asked = [500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500]
     arrive = [[600]] + [[10_000 + t] for t in asked[1:]]
-    got = serve([True] * 8, asked, arrive, streams=7)
+    got = serve([True] * 9, asked, arrive, streams=7)
     assert got[1].frame is None and got[1].late == 1
-    assert [g.frame is not None for g in got] == [True, False] + [True] * 6
-    assert all(g.frame is not None for g in serve([True] * 8, asked, arrive))  # no limit
+    assert [g.frame is not None for g in got] == [True, False] + [True] * 7
+    assert all(g.frame is not None for g in serve([True] * 9, asked, arrive))  # no limit
+    # while the adopted reply still streams (its last piece at 5000 ms) it holds a stream too: the
+    # seventh waiting reply (4000 ms) already cancels reply 1, and the eighth reply 2
+    busy = [[600, 5000]] + arrive[1:]
+    got = serve([True] * 9, asked, busy, streams=7)
+    assert [g.frame is not None for g in got] == [True, False, False] + [True] * 6
 
 
 def test_a_request_never_sent_plays_nothing():
