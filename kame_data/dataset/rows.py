@@ -8,8 +8,8 @@ from typing import Any
 import pyarrow as pa
 
 from kame_data.audio import wav_bytes
-from kame_data.oracle.latency import IDEAL, LatencyModel, arrivals
-from kame_data.oracle.serve import serve
+from kame_data.oracle.latency import IDEAL, LatencyModel
+from kame_data.oracle.serve import timed_events
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000
@@ -74,18 +74,8 @@ def sample_row(sample: Sample, latency: LatencyModel = IDEAL, seed: int = 0) -> 
 
 def event_arrivals(sample: Sample, latency: LatencyModel, seed: int) -> list[dict[str, Any]]:
     """Per oracle event (same order): its arrival under `latency` and how the served stream played it,
-    in reply pieces (latency.pieces; the trainer replays it in its own tokens). Each channel's events
-    are one back-end's requests; draws are seeded by the seed, the row id and the channel."""
-    out: list[dict[str, Any] | None] = [None] * len(sample.oracle)
-    for channel in sorted({e.channel for e in sample.oracle}):
-        idx = [i for i, e in enumerate(sample.oracle) if e.channel == channel]
-        got = arrivals(latency, [(sample.oracle[i].timestamp_ms, sample.oracle[i].prediction) for i in idx],
-                       seed, f"{sample.id}/{channel}")
-        played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
-                       streams=latency.streams)
-        for i, a, p in zip(idx, got, played):
-            out[i] = {**a.to_dict(), **p.to_dict()}
-    return out  # type: ignore[return-value]
+    in reply pieces (oracle/serve.timed_events; the trainer replays it in its own tokens)."""
+    return timed_events(latency, [(e.channel, e.timestamp_ms, e.prediction) for e in sample.oracle], seed, sample.id)
 
 
 def _figures(r, k: int) -> dict[str, Any]:

@@ -21,7 +21,9 @@ event's frame, as the trainer's event-time stream does (train/streams.oracle_fra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
+
+from kame_data.oracle.latency import LatencyModel, arrivals
 
 FRAME_MS = 80
 
@@ -113,4 +115,21 @@ def stream(served: Sequence[Served], frames: int) -> list[tuple[int, int] | None
         for f, j in s.read:
             if f < frames:
                 out[f] = (k, j)
+    return out
+
+
+def timed_events(model: LatencyModel, events: Sequence[tuple[int, int, str]], seed: int,
+                 row_id: str) -> list[dict[str, Any]]:
+    """Per event (channel, ladder time in ms, reply text), in the same order: its Arrival under
+    `model` and how the served stream played it. Each channel's events are one back-end's
+    requests, drawn by the seed, the row id and the channel: what the write step stores as a row's
+    oracle_arrival and what `kame-data infer --latency` replays."""
+    out: list[dict[str, Any]] = [{} for _ in events]
+    for channel in sorted({c for c, _, _ in events}):
+        idx = [i for i, (c, _, _) in enumerate(events) if c == channel]
+        got = arrivals(model, [(events[i][1], events[i][2]) for i in idx], seed, f"{row_id}/{channel}")
+        played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
+                       streams=model.streams)
+        for i, a, p in zip(idx, got, played):
+            out[i] = {**a.to_dict(), **p.to_dict()}
     return out

@@ -154,23 +154,15 @@ def served_arrivals(events: list[dict], row_id: str, recipe: dict, cfg: InferCon
     recipe's own model replays the row's oracle_arrival."""
     if cfg.latency is None:
         return None
-    from kame_data.oracle.latency import arrivals as draw, parse_latency
-    from kame_data.oracle.serve import serve
+    from kame_data.oracle.latency import parse_latency
+    from kame_data.oracle.serve import timed_events
 
     try:
         model = parse_latency(cfg.latency)
     except ValueError as e:
         raise TrainError(f"--latency: {e}") from e
-    out: list[dict | None] = [None] * len(events)
-    for channel in sorted({int(e["channel"]) for e in events}):
-        idx = [i for i, e in enumerate(events) if int(e["channel"]) == channel]
-        got = draw(model, [(int(events[i]["timestamp_ms"]), events[i].get("prediction") or "") for i in idx],
-                   int(recipe.get("seed", 0)), f"{row_id}/{channel}")
-        played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
-                       streams=model.streams)
-        for i, a, p in zip(idx, got, played):
-            out[i] = {**a.to_dict(), **p.to_dict()}
-    return out
+    return timed_events(model, [(int(e["channel"]), int(e["timestamp_ms"]), e.get("prediction") or "")
+                                for e in events], int(recipe.get("seed", 0)), row_id)
 
 
 def _wav(pcm: np.ndarray, sample_rate: int) -> bytes:
