@@ -1,8 +1,9 @@
 """Worked examples of the served stream (docs/design.md, "Oracle arrival"), each written by hand from
-the rules of KAME's server (../shared/STACK.md, "How KAME serves the oracle"): the first chunk of a
-reply resets the buffer (start token in the frame it arrives in), one unit per 80 ms frame from
-there, a unit not there by the start of its frame is never read, the previous reply plays on until
-the next first chunk, a new request cancels the old stream, at most 5 requests per 2 s.
+the rules of KAME's server (SakanaAI/kame src/kame/server_oracle.py, its stream multiplexer and opus
+loop): replies stream side by side (at most 7); a reply's first chunk adopts it, cancels every older
+reply and resets the buffer (start token in the frame it arrives in); one unit per 80 ms frame from
+there; a unit not there by the start of its frame is never read; the previous reply plays on until
+the next first chunk; at most 5 requests per 2 s.
 
 Frame n starts at n x 80 ms; a time falls in frame int(ms / 1000 x 12.5)."""
 
