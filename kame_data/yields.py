@@ -45,7 +45,7 @@ def rewrite_note(asked: str, script, calibration: dict) -> str | None:
     `script.style` as written (auto resolves before the plan sees it), `script` the resolved
     config. The embedded model's measured fallback rate (calibration llamacpp.script) says how
     many of its rewrites fail the checks and fall back to the template."""
-    measured = ((calibration.get("llamacpp") or {}).get("script") or {})
+    measured = ((calibration.get("llamacpp") or {}).get(ScriptStage.name) or {})
     rate, basis = measured.get("fallback_rate"), measured.get("fallback") or {}
     if rate is None or script.llm.backend.kind != "llamacpp":
         return None
