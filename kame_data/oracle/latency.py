@@ -205,8 +205,9 @@ def parse_latency(value: Any) -> LatencyModel:
     if changes.get("tokens_per_s") is not None and changes["tokens_per_s"].mean == 0:
         raise ValueError("oracle.latency.tokens_per_s: a rate above 0")
     model = replace(PRESETS[preset], **changes)
-    return model if not changes else replace(model, name=f"{preset}+custom" if preset != "ideal" or model != IDEAL
-                                             else "ideal")
+    if model == PRESETS[preset]:  # no change, or changes that restate the preset
+        return model
+    return replace(model, name=f"{preset}+custom")
 
 
 @dataclass(frozen=True)

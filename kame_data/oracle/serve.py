@@ -30,7 +30,7 @@ FRAME_MS = 80
 
 def reference_frame(ms: int | float) -> int:
     """The frame a time falls in, in kame_finetune's floating-point arithmetic
-    (tools/tokenize_oracle.py: int(seconds x 12.5)); train/streams.event_frame is the same."""
+    (tools/tokenize_oracle.py: int(seconds x 12.5)); train/streams.event_frame uses it."""
     return int(float(ms) / 1000.0 * 12.5)
 
 

@@ -14,6 +14,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from kame_data.oracle.serve import reference_frame
+
 FRAME_RATE = 12.5
 FRAME_MS = 80
 TEXT_PAD_ID = 3  # Moshi's `existing_text_padding_id`
@@ -46,7 +48,7 @@ def event_frame(timestamp_ms: int | float, arithmetic: str = "reference") -> int
     kame_finetune's tools/tokenize_oracle.py computes it (2320 ms gives 28, not 29); `exact`:
     floor(ms / 80)."""
     if arithmetic == "reference":
-        return int(float(timestamp_ms) / 1000.0 * FRAME_RATE)
+        return reference_frame(timestamp_ms)  # one definition, shared with the served stream
     return frame_of_ms(timestamp_ms)
 
 
