@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import faulthandler
 import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
@@ -96,16 +98,36 @@ class _Pool(ProcessPoolExecutor):
         seen.update(getattr(self, "_processes", None) or {})
 
 
+def _exit_code(proc: Any, wait: float = 2.0) -> int | None:
+    """The process's exit code, or None while it runs. The executor's manager thread joins the same
+    processes when the pool breaks: if it reaps one first, our own waitpid fails (ECHILD) and
+    reads None until that thread records the code, so a dead process is asked again briefly."""
+    deadline = time.monotonic() + wait
+    try:
+        proc.join(min(wait, 1.0))
+    except Exception:  # noqa: BLE001 - best effort: the pool is already broken
+        return None
+    code = proc.exitcode
+    while code is None and time.monotonic() < deadline and _dead(proc):
+        time.sleep(0.02)
+        code = proc.exitcode
+    return code
+
+
+def _dead(proc: Any) -> bool:
+    """Whether the process has ended, from its sentinel (readable once it exits), not waitpid."""
+    try:
+        return bool(multiprocessing.connection.wait([proc.sentinel], 0))
+    except (OSError, ValueError):
+        return False
+
+
 def describe_death(pool: ProcessPoolExecutor) -> str:
     """How a broken pool's workers ended ("SIGSEGV", "exit code 1"), for error messages."""
     codes = []
     procs = {**getattr(pool, "started", {}), **(getattr(pool, "_processes", None) or {})}
     for proc in list(procs.values()):
-        try:
-            proc.join(1.0)
-        except Exception:  # noqa: BLE001 - best effort: the pool is already broken
-            continue
-        code = proc.exitcode
+        code = _exit_code(proc)
         if code is None or code == 0:
             continue
         if code < 0:

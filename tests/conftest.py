@@ -11,6 +11,27 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "data" / "sources"
 
 
+def _resources() -> str:
+    import shutil
+    import tempfile
+
+    free = shutil.disk_usage(tempfile.gettempdir()).free / 2**30
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES") / 2**30
+    return f"temp folder {tempfile.gettempdir()}: {free:.1f} GiB free; memory available: {mem:.1f} GiB"
+
+
+def pytest_sessionstart(session):
+    """Disk and memory at the start and the end, printed even under -q (CI's log): a run that fails
+    from the middle on for want of either says so."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"at the start: {_resources()}; {os.cpu_count()} cores")
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"at the end: {_resources()}")
+
+
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     assert FIXTURES.is_dir(), f"test data missing: {FIXTURES}"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from typing import Any
 
 from kame_data.llm.base import ChatBackend
 from kame_data.records import Dialogue, Reject, SourceItem
 from kame_data.script.config import ScriptConfig
 from kame_data.script.template import script_batch, variant_count
 from kame_data.step import RunContext, Step, StepSpec
+from kame_data.text.spoken import SPOKEN_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,9 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
     @property
     def cfg(self) -> ScriptConfig:
         return self.config
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "spoken_version": SPOKEN_VERSION}
 
     def setup(self) -> None:
         if self.cfg.style != "llm" or self.backend is not None:

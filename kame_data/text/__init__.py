@@ -2,7 +2,8 @@
 
 `to_spoken` (spoken.py) runs the normaliser's passes in order; each module holds one kind of
 notation: prepare (characters, signs, abbreviations), numbers, dates, units (measures and money),
-latex (formulas), symbols, tokens (the final tidy, speakability and word splitting).
+latex (formulas), symbols, compounds (words run together upstream), tokens (the final tidy,
+speakability and word splitting).
 """
 
 from kame_data.text.numbers import (

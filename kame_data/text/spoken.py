@@ -1,7 +1,7 @@
 """Display text -> spoken text: the fixed order of the normaliser's passes.
 
 Benchmark text is written to be read, not heard: `$4.95`, `24/2=12`, `$\\frac{1}{2}$`, `25°C`,
-`CO2`, `(∃x)`. `to_spoken` rewrites it the way a person would say it (numbers through
+`CO2`, `(∃x)`, `totransport`. `to_spoken` rewrites it the way a person would say it (numbers through
 num2words), in a fixed order of passes: each pass handles one kind of notation and leaves plain
 words for the next. Whatever symbol survives every pass is dropped, so the result is spoken
 text (`unspoken`, kame_data/text/tokens.py): letters, single spaces and the pauses , . ; : ? !
@@ -12,6 +12,7 @@ benchmarks/fuzz_text.py).
 
 from __future__ import annotations
 
+from kame_data.text.compounds import run_together
 from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
 from kame_data.text.numbers import arithmetic, numerals
@@ -19,6 +20,10 @@ from kame_data.text.prepare import abbreviations, clean, gsm8k_notes, products_a
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
 from kame_data.text.units import currency, units
+
+# Bump when a pass changes what some text is said as: the script step's identity carries it, so
+# cached dialogues are rebuilt (2: words run together are split, kame_data/text/compounds.py).
+SPOKEN_VERSION = "2"
 
 
 def to_spoken(text: str) -> str:
@@ -38,4 +43,5 @@ def to_spoken(text: str) -> str:
     text = functions(text)
     text = numerals(text)
     text = symbols(text)
+    text = run_together(text)
     return tidy(text)

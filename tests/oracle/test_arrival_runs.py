@@ -2,7 +2,7 @@
 finished ladders re-published under a hosted-model latency model, from its checkpoints (no step
 recomputes, no LLM call): rows gain the arrival column and keep every other column, the card's
 median delay matches what the preset's distributions expect, a second run gives the same data,
-and the kame_finetune export times events by arrival and says so."""
+so does a run whose speech is rendered again by one worker instead of two, and the kame_finetune export times events by arrival and says so."""
 
 import json
 import shutil
@@ -21,10 +21,20 @@ from tests.quickstart_identity import rows
 pytestmark = pytest.mark.slow
 
 
-def _republish(quickstart_out: Path, dest: Path, latency) -> subprocess.CompletedProcess:
+def _republish(quickstart_out: Path, dest: Path, latency, one_worker: bool = False) -> subprocess.CompletedProcess:
+    """The quickstart copied to dest and run again under `latency`; `one_worker`: its speech and later
+    checkpoints removed, so speech, quality and acoustics are computed again in one worker process
+    each (the session quickstart used one per core) and the oracle asks again (the session's LLM cache
+    answers)."""
     shutil.copytree(quickstart_out, dest)
     raw = yaml.safe_load(Path("recipes/quickstart.yaml").read_text())
     raw.setdefault("oracle", {})["latency"] = latency
+    if one_worker:
+        for step in (dest / ".checkpoints").iterdir():
+            if step.name != "script":
+                shutil.rmtree(step)
+        raw["workers"] = 1
+        raw["speak"]["workers"] = 1
     for source in raw["sources"]:  # the copy lives elsewhere: its source files by absolute path
         if "path" in source:
             source["path"] = str((Path("recipes") / source["path"]).resolve())
@@ -59,6 +69,13 @@ def test_a_hosted_preset_times_every_event_and_changes_nothing_else(quickstart_o
     again = tmp_path / "fast2"
     assert _republish(quickstart_out, again, "hosted-fast").returncode == 0
     assert rows(again) == after  # the same draws, run to run
+    shutil.rmtree(again)
+    one = tmp_path / "fast1"
+    r = _republish(quickstart_out, one, "hosted-fast", one_worker=True)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert json.loads((one / "manifest.json").read_text())["computed"]["speak"] >= len(after)
+    assert rows(one) == after  # rendered by one worker instead of two: the same rows, arrival included
+    shutil.rmtree(one)
 
     dest = tmp_path / "kame"
     r = subprocess.run(CLI + ["export", "kame-finetune", str(out), str(dest)], capture_output=True, text=True)

@@ -73,8 +73,6 @@ def _recipe(path: Path, base_url: str) -> Path:
     return path
 
 
-@pytest.mark.xfail(reason="the default pool casts 8 voices in 40 dialogues, but gongitsune-m's real turns measured "
-                          "a median WER of 5.48% (5 turns; kumo 4.4%, joe-f 3.85%): issue 33", strict=False)
 def test_forty_dialogues_with_a_diverse_user_pool(tmp_path):
     """The default user pool casts at least 8 distinct voices and the assistant keeps
     one voice; every voice used has a median WER of at most 5%, and the card lists them with shares."""
