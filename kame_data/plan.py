@@ -75,7 +75,7 @@ class Plan:
     speech_seconds: dict[str, float] = field(default_factory=dict)  # audio seconds per TTS engine
     voices: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> its pool as cast (_cast_summary)
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
-    qa: bool = False
+    qa: float = 0.0  # share of the audio Whisper QA hears (speak.qa.sample, 0 with QA off)
     projection: Projection | None = None
     compute_s_per_minute: dict[str, float] = field(default_factory=dict)  # the recipe's steps that cost CPU
     steps: list[str] = field(default_factory=list)  # the run's steps in order (the registry's)
@@ -229,7 +229,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
-                budget_usd=cfg.budget_usd, qa=speak.qa.enabled)
+                budget_usd=cfg.budget_usd, qa=speak.qa.sample if speak.qa.enabled else 0.0)
     plan.compute_s_per_minute = _step_costs(cfg)
     plan.steps = [spec.name for spec, _ in cfg.specs()]
     engines: dict[str, dict[str, float]] = {}  # speaker -> engine -> expected share of its speech

@@ -131,10 +131,11 @@ def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, re
     return StageTime(stage, where, None, None, f"{kind}: throughput unknown")
 
 
-def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: bool,
+def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,
             res: Resources, cal: dict[str, Any]) -> Projection:
     """`role_seconds`: seconds of speech per engine name over the whole run; `llm`: per LLM stage
-    its backend kind, calls and tokens (only stages that call an LLM)."""
+    its backend kind, calls and tokens (only stages that call an LLM); `qa`: the share of the audio
+    Whisper QA hears (speak.qa.sample; 0 with QA off)."""
     p = Projection(res)
     audio_s = sum(role_seconds.values())
     speak = sum(secs * cal["speak_core_s_per_audio_s"][engine] for engine, secs in role_seconds.items())
@@ -148,8 +149,8 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
         p.stages[-1].stage = f"{script} (LLM)"
     basis = " + ".join(f"{e} {cal['speak_core_s_per_audio_s'][e]:.3f}" for e in role_seconds)
     if qa:
-        speak += audio_s * cal["qa_core_s_per_audio_s"]
-        basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}"
+        speak += audio_s * qa * cal["qa_core_s_per_audio_s"]
+        basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}" + (f" x {qa:g} sampled" if qa < 1 else "")
     p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores,
                               f"core-s per audio-s: {basis} (calibration)"))
     if oracle in llm:

@@ -28,7 +28,7 @@ def test_shipped_calibration_has_every_rate():
 def test_arithmetic_cpu_stages_share_the_cores_and_the_writer_has_one():
     speech = {"piper": 3600.0, "espeak": 1800.0}  # seconds of audio per engine
     llm = {"oracle": {"kind": "llamacpp", "calls": 1000, "tokens": 1e5}}
-    p = project(100, speech, llm, True, Resources(cores=4), CAL)
+    p = project(100, speech, llm, 1.0, Resources(cores=4), CAL)
     by = {s.stage: s for s in p.stages}
     assert by["speak"].work == pytest.approx(3600 * 0.2 + 1800 * 0.01 + 5400 * 0.1)
     assert by["speak"].wall_s == pytest.approx(by["speak"].work / 4)
@@ -36,21 +36,24 @@ def test_arithmetic_cpu_stages_share_the_cores_and_the_writer_has_one():
     assert by["write"].wall_s == pytest.approx(108.0)  # one core, whatever the cluster
     cpu = sum(s.work for s in p.stages if s.resource == "cpu") / 4
     assert p.total_s == pytest.approx(max(cpu, 108.0)) and p.bounding.stage == "speak"
-    wide = project(100, speech, llm, True, Resources(cores=4, nodes=8), CAL)
+    wide = project(100, speech, llm, 1.0, Resources(cores=4, nodes=8), CAL)
     assert {s.stage: s.wall_s for s in wide.stages}["speak"] == pytest.approx(by["speak"].wall_s / 8)
     assert wide.bounding.stage == "write"  # 32 cores: the single-core writer is the limit now
+    sampled = {s.stage: s for s in project(100, speech, llm, 0.25, Resources(cores=4), CAL).stages}["speak"]
+    assert sampled.work == pytest.approx(3600 * 0.2 + 1800 * 0.01 + 5400 * 0.1 * 0.25)  # speak.qa.sample 0.25
+    assert "Whisper QA 0.100 x 0.25 sampled" in sampled.basis
 
 
 def test_a_service_backend_runs_at_its_given_throughput_or_is_unknown():
     speech = {"piper": 3600.0}
     llm = {"oracle": {"kind": "vllm", "calls": 1000, "tokens": 2e6}}
-    known = project(10, speech, llm, False, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0), CAL)
+    known = project(10, speech, llm, 0.0, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0), CAL)
     oracle = next(s for s in known.stages if s.stage == "oracle")
     assert (oracle.resource, oracle.wall_s) == ("gpu", pytest.approx(400.0))
     assert known.bounding.stage == "oracle" and known.total_s == pytest.approx(400.0)
-    unknown = project(10, speech, llm, False, Resources(cores=8, gpus=1), CAL)
+    unknown = project(10, speech, llm, 0.0, Resources(cores=8, gpus=1), CAL)
     assert unknown.total_s is None and any("--llm-tokens-per-s" in n for n in unknown.notes)
-    cost = project(10, speech, llm, False, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0,
+    cost = project(10, speech, llm, 0.0, Resources(cores=8, gpus=1, llm_tokens_per_s=5000.0,
                                                      usd_per_core_hour=0.05, usd_per_gpu_hour=3.6), CAL)
     assert cost.machine_cost() == pytest.approx(400 / 3600 * (8 * 0.05 + 3.6))
 

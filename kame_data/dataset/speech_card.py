@@ -34,6 +34,14 @@ def _pool_line(pool: dict[str, Any]) -> str:
             + (f"; closest to the assistant: {worst[0]} at {worst[1]:g}" if worst else "") + ".")
 
 
+def _sampled(checked: dict[str, Any] | None) -> str:
+    """Says how many turns QA heard when `speak.qa.sample` left some unchecked."""
+    if not checked or checked["checked"] >= checked["turns"]:
+        return ""
+    return (f" checked ({checked['checked']} of {checked['turns']} turns, {checked['share']:.0%}: "
+            "speak.qa.sample draws the dialogues Whisper hears)")
+
+
 def speech_sections(manifest: dict[str, Any]) -> list[str]:
     q = manifest.get("quality") or {}
     if not q.get("voices"):
@@ -45,6 +53,7 @@ def speech_sections(manifest: dict[str, Any]) -> list[str]:
     lines = ["", "### Voices", "",
              f"{len(q['voices'])} distinct voices: " + ", ".join(f"{n} {role}" for role, n in sorted(distinct.items()))
              + ". Share: of that role's turns. WER: Whisper base against the spoken text, per turn"
+             + _sampled(q.get("qa_checked"))
              + (" (screening: median over fixed sentences before casting)" if screen else "") + ".", "",
              "| voice | role | turns | share | minutes | median WER | median DNSMOS |"
              + (" screening WER |" if screen else "") + (" to the assistant | closest voice |" if pool else ""),

@@ -106,6 +106,7 @@ def write_outputs(out_dir: Path, manifest: dict[str, Any]) -> None:
 def dialogue_quality(rendered: Any) -> dict[str, Any]:
     """The speech-QA figures of one RenderedDialogue, small enough to keep for every sample."""
     return {"wer": [w for w in getattr(rendered, "turn_wer", ()) if w is not None],
+            "turns": len(getattr(rendered, "timings", ())),
             "start_error_ms": [e for e in getattr(rendered, "turn_start_error_ms", ()) if e is not None],
             "clipped_samples": int(getattr(rendered, "clipped_samples", 0)),
             "qa_retries": int(getattr(rendered, "qa_retries", 0)),
@@ -121,7 +122,7 @@ def quality_summary(samples: Any) -> dict[str, Any]:
     """
     wers: list[float] = []
     errors: list[float] = []
-    clipped = clipped_dialogues = retries = 0
+    clipped = clipped_dialogues = retries = turns = 0
     per_sample = []
     for s in samples:
         if isinstance(s, dict):
@@ -130,6 +131,7 @@ def quality_summary(samples: Any) -> dict[str, Any]:
             q = dialogue_quality(getattr(s, "rendered", s))
         per_sample.append(q)
         wers += q.get("wer", [])
+        turns += q.get("turns", 0)
         errors += q.get("start_error_ms", [])
         clipped += q.get("clipped_samples", 0)
         clipped_dialogues += bool(q.get("clipped_samples", 0))
@@ -145,6 +147,8 @@ def quality_summary(samples: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if wers:
         out["wer"] = stats(wers, 4)
+    if turns:  # how many turns Whisper checked: all of them unless speak.qa.sample is below 1
+        out["qa_checked"] = {"turns": turns, "checked": len(wers), "share": round(len(wers) / turns, 4)}
     if errors:
         out["word_start_error_ms"] = stats(errors, 1)
     out["clipped_samples"] = clipped

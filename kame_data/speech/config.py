@@ -93,6 +93,17 @@ class QAConfig:
     max_wer: AtLeastZero = 0.4  # the highest word error rate a turn may have
     # the largest median gap between our word starts and Whisper's, in ms (engine-timed turns)
     max_start_error_ms: Positive = 200.0
+    # the share of dialogues Whisper checks, drawn per dialogue from the seed: below 1 trades checking
+    # for speed (engine-timed turns of the others are not heard at all); the card states the turns checked
+    sample: Annotated[float, Schema(exclusiveMinimum=0, maximum=1)] = 1.0
+
+    def __post_init__(self):
+        if not 0 < self.sample <= 1:
+            raise ValueError(f"speak.qa.sample must be in (0, 1], got {self.sample}")
+
+    def checks(self, seed: int, dialogue_id: str) -> bool:
+        """Whether QA checks this dialogue: the same answer for a dialogue whatever else is in the run."""
+        return self.enabled and (self.sample >= 1 or random.Random(f"{seed}:qa:{dialogue_id}").random() < self.sample)
 
 
 @dataclass(frozen=True)

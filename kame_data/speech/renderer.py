@@ -71,6 +71,7 @@ class DialogueRenderer:
         self.dropped: set[str] = set()  # labels of voices screening left out
         self._clips: dict = {}  # (voice, text) -> a rendered backchannel
         self._assistant_heard: str | None = None  # QA's transcript of the last render's assistant turns
+        self._checking = config.qa.enabled  # whether QA checks the dialogue being rendered (qa.sample)
 
     def load(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
@@ -147,6 +148,7 @@ class DialogueRenderer:
             if problem:
                 return Reject(self.step, dialogue.id, problem[0], f"turn {k}: {problem[1]}")
         self.load()
+        self._checking = self.cfg.qa.checks(self.seed, dialogue.id)
         turns: dict[int, Turn] = {}
         retries = 0
         chosen: dict[str, VoiceConfig] = {}
@@ -323,7 +325,7 @@ class DialogueRenderer:
         if self.cfg.pauses.bound:
             jobs, raws = self._tempo(jobs, raws)
         listen = [i for i, (voice, _, _) in enumerate(jobs)
-                  if self.aligner is not None and (self.cfg.qa.enabled or not voice.timed)]
+                  if self.aligner is not None and (self._checking or not voice.timed)]
         heard: dict[int, list] = {}
         if listen:
             with piece("speak.whisper", whole_process=True):

@@ -6,7 +6,7 @@ import difflib
 import numpy as np
 import pytest
 
-from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn
+from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn, TurnTiming
 from kame_data.runner.manifest import dialogue_quality, quality_summary
 from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
 from kame_data.speech.voice import VoiceConfig
@@ -64,6 +64,33 @@ def test_quality_summary_for_the_manifest():
     assert quality_summary([]) == {"clipped_samples": 0, "clipped_dialogues": 0, "qa_voice_retries": 0}
 
 
+def test_qa_sample_draws_dialogues_by_seed_and_the_card_says_how_many_turns_were_checked():
+    ids = [f"gsm8k-{i}-v0" for i in range(2000)]
+    quarter = QAConfig(enabled=True, sample=0.25)
+    drawn = [i for i in ids if quarter.checks(7, i)]
+    assert 0.22 < len(drawn) / len(ids) < 0.28  # about the share asked for
+    assert drawn == [i for i in reversed(ids) if quarter.checks(7, i)][::-1]  # per dialogue, not per run order
+    assert drawn != [i for i in ids if quarter.checks(8, i)]  # the seed draws
+    assert all(QAConfig(enabled=True).checks(7, i) for i in ids[:50])  # the default checks every dialogue
+    assert not any(QAConfig(enabled=False, sample=1.0).checks(7, i) for i in ids[:50])
+    for bad in (0.0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="speak.qa.sample"):
+            QAConfig(enabled=True, sample=bad)
+
+    d = _dialogue("q-v0", "Is it A?", "It is A.")
+    checked = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], [TurnTiming(0, 1, "a"), TurnTiming(1, 2, "b")],
+                               turn_wer=(0.0, 0.1))
+    unheard = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], [TurnTiming(0, 1, "a"), TurnTiming(1, 2, "b")],
+                               turn_wer=(None, None))
+    q = quality_summary([checked, unheard, unheard, unheard])
+    assert q["qa_checked"] == {"turns": 8, "checked": 2, "share": 0.25} and q["wer"]["turns"] == 2
+    from kame_data.dataset.speech_card import _sampled
+
+    assert _sampled(q["qa_checked"]) == (" checked (2 of 8 turns, 25%: speak.qa.sample draws the dialogues "
+                                         "Whisper hears)")
+    assert _sampled(quality_summary([checked])["qa_checked"]) == ""  # every turn checked: nothing to say
+
+
 def _dialogue(id: str, user: str, assistant: str) -> Dialogue:
     return Dialogue(id, id.rsplit("-", 1)[0], "test", "misc", 0, [
         Turn("user", "B", user, to_spoken(user)), Turn("assistant", "A", assistant, to_spoken(assistant))])
@@ -105,6 +132,30 @@ def test_whisper_hears_piper_and_agrees_on_word_starts():
         assert len(pairs) >= 0.85 * len(alone), heard
         moved = [abs(together[i].start - alone[j].start) * 1000 for i, j in pairs]
         assert np.median(moved) <= 80, moved
+
+
+@pytest.mark.slow
+def test_a_dialogue_qa_sample_leaves_out_is_not_heard_and_carries_no_wer():
+    """With speak.qa.sample below 1, Whisper hears (and QA checks) only the drawn dialogues: a piper
+    voice times its own words, so a dialogue left out costs no Whisper pass at all."""
+    cfg = SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True, sample=0.5), workers=1)
+    stage = SpeakStage(cfg, RunContext(seed=3))
+    ids = [f"s-{i}-v0" for i in range(40)]
+    heard_id = next(i for i in ids if cfg.qa.checks(3, i))
+    left_id = next(i for i in ids if not cfg.qa.checks(3, i))
+    renderer = stage.renderer
+    renderer.load()
+    passes = []
+    real = renderer.aligner.transcribe_many
+    renderer.aligner.transcribe_many = lambda clips: passes.append(len(clips)) or real(clips)
+    user, assistant = "What is the capital of France?", "The capital of France is Paris."
+    checked = renderer.render(_dialogue(heard_id, user, assistant))
+    assert isinstance(checked, RenderedDialogue) and passes == [2]
+    assert all(w is not None and w <= 0.2 for w in checked.turn_wer), checked.turn_wer
+    left = renderer.render(_dialogue(left_id, user, assistant))
+    assert isinstance(left, RenderedDialogue) and passes == [2], passes  # no pass for the dialogue left out
+    assert left.turn_wer == (None, None) and left.turn_start_error_ms == (None, None)
+    assert dialogue_quality(left)["wer"] == [] and dialogue_quality(left)["turns"] == 2
 
 
 @pytest.mark.slow
