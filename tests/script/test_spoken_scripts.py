@@ -17,6 +17,8 @@ from kame_data.script.template import script_batch
 from kame_data.sources import load_source
 from kame_data.text import spoken_seconds, to_spoken
 
+pytestmark = pytest.mark.slow  # sweeps whole fixture splits (tests/README.md)
+
 FILES = {"gsm8k": ["gsm8k_test_200.jsonl"], "mmlu_pro": ["mmlu_pro_test_300.jsonl", "mmlu_pro_validation.jsonl"],
          "hssbench": ["hssbench_own.jsonl"], "mt_bench": ["mt_bench_questions.jsonl"]}
 _CONNECTIVE = re.compile(r"^(?:So|Thus|Therefore|Hence|Then|And|Which|That makes|Also)\b")

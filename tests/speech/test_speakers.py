@@ -4,6 +4,7 @@ encoder, real engines and real Whisper."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,6 +40,7 @@ def _vectors(engine, encoder, texts):
     return out
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_the_encoder_tells_two_engines_apart_and_knows_one_voice_across_sentences():
     encoder = SpeakerEncoder(1)
     joe, heart = open_engine(BUNDLED["joe"], 1), open_engine(BUNDLED["heart"], 1)
@@ -48,6 +50,7 @@ def test_the_encoder_tells_two_engines_apart_and_knows_one_voice_across_sentence
     assert similarity(joe_a, heart_a) < 0.6  # measured 0.36
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_kokoro_speaks_english_and_times_its_words_itself():
     engine = KokoroEngine("jm_kumo", 1, speed=1.0)
     text = to_spoken("Janet sells 16 duck eggs a day for $2 each. How much does she make every day?")
@@ -63,6 +66,7 @@ def test_kokoro_speaks_english_and_times_its_words_itself():
     assert int(np.argmax(gaps)) == [w for w, _ in spoken_tokens(text)].index("each")
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_voice_figures_are_cached_so_a_second_check_computes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("KAME_DATA_CACHE_DIR", str(tmp_path))
     from kame_data.speech.whisper import WhisperAligner

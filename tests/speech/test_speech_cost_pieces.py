@@ -60,6 +60,7 @@ def test_dnsmos_of_one_window_is_the_reference_packages(joe):
     assert 1.0 <= ours["ovrl"] <= 5.0
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_turns_heard_together_are_heard_as_alone(joe):
     from kame_data.speech.whisper import WhisperAligner, normalise_words, transcript
 

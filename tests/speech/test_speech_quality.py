@@ -120,6 +120,7 @@ def test_noise_colours_and_rooms():
         AcousticsConfig(mic=("telescope",))
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_quality_and_acoustics_in_worker_processes_give_the_steps_own_results(rendered):
     """The runner runs these pure steps one process per core (runner/pooled.py): the outputs,
     rejects included, are the in-process step's, record for record, and in input order."""

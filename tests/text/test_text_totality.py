@@ -44,6 +44,7 @@ def test_what_spoken_text_is_made_of(text, problem):
     assert is_speakable(text) == (not problem)
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 @fixed(1500)
 @given(texts())
 def test_any_text_is_spoken_without_digits_or_symbols(text):
@@ -68,6 +69,7 @@ def test_say_number_reads_every_shape_of_value(sign, a, b, d, shape):
     assert unspoken(said) == "" and said.startswith("minus ") == (sign == "-")
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 @fixed(200)
 @given(source_items(), st.integers(0, len(CONFIGS) - 1))
 def test_the_script_builder_answers_every_item_with_a_dialogue_or_a_reason(item, k):

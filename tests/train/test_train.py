@@ -92,6 +92,7 @@ def tiny_cfg(**over):
 # ------------------------------------------------------------------------------------ model wiring
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_oracle_embedding_starts_as_the_text_embedding_and_is_aligned_like_text():
     torch.manual_seed(0)
     model = build_model("tiny")

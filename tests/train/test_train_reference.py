@@ -312,6 +312,7 @@ def _paper_precision_run(tmp_path, precision):
     return losses, changed, {p.dtype for p in params.values()}, state_dtypes
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 @needs_torch
 def test_paper_precision_trains_every_weight_with_fp32_master_weights(tmp_path):
     import torch

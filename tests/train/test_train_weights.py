@@ -87,6 +87,7 @@ def _cli(*args, **kw):
     return subprocess.run(CLI + [str(a) for a in args], capture_output=True, text=True, timeout=600, **kw)
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_train_writes_weights_and_kwargs_that_kames_loader_loads_strictly(tiny_run):
     _, out = tiny_run
     kwargs = json.loads((out / "moshi_lm_kwargs.json").read_text())
@@ -100,6 +101,7 @@ def test_train_writes_weights_and_kwargs_that_kames_loader_loads_strictly(tiny_r
         assert v.shape == ours[k].shape and torch.equal(v, ours[k].to(torch.bfloat16)), k
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_moshi_export_loads_strictly_in_moshis_own_loader(tiny_run, tmp_path, monkeypatch):
     _, out = tiny_run
     with pytest.raises(RuntimeError, match="oracle_emb"):  # why the export exists: a plain LMModel has no oracle
@@ -128,6 +130,7 @@ def test_moshi_export_loads_strictly_in_moshis_own_loader(tiny_run, tmp_path, mo
     assert info.get_mimi().num_codebooks == 2 and info.get_text_tokenizer().vocab_size() > 0
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_kame_finetune_export_loads_in_from_pretrained(tiny_run, tmp_path):
     _, out = tiny_run
     dest = tmp_path / "kft"
@@ -147,6 +150,7 @@ def test_kame_finetune_export_loads_in_from_pretrained(tiny_run, tmp_path):
     assert len(got) == len(ours)
 
 
+@pytest.mark.slow  # over five seconds (tests/README.md)
 def test_a_step_checkpoint_exports_and_reads_back(tiny_run, tmp_path):
     from kame_data.train.weights import load_model, read_checkpoint
 
