@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from kame_data.cli import dataset_cmds, doctor_cmd, model_cmds, review_cmds, speech_cmds
+from kame_data.cli import dataset_cmds, doctor_cmd, eval_cmds, model_cmds, review_cmds, speech_cmds
 from kame_data.cli.common import console_logging as _console_logging
 from kame_data.cli.common import fail as _fail
 from kame_data.scrub import scrub
@@ -317,6 +317,7 @@ def train_cmd(
 
 
 model_cmds.register(app)  # export-checkpoint and infer, after train in the help
+eval_cmds.register(app)
 
 
 def main() -> None:

@@ -60,16 +60,34 @@ class ScreenConfig:
     sentences: Annotated[int, Schema(minimum=1, maximum=len(SENTENCES))] = 6  # screening sentences each voice reads
 
 
-def read_aloud(engine, aligner, text: str, sample_rate: int = 24000,
-               target_dbfs: float = -20.0) -> tuple[float, np.ndarray]:
-    """One sentence spoken by `engine` and heard by Whisper: (its WER, the audio at `sample_rate`)."""
+@dataclass(frozen=True)
+class ReadAloud:
+    """A text spoken by one engine and heard by Whisper."""
+
+    spoken: str  # the text as spoken (to_spoken)
+    audio: np.ndarray  # loudness-normalised, at the caller's sample rate
+    wer: float
+    heard: list  # Whisper's words (speech.whisper.HeardWord), times in seconds from the clip's start
+    spans: list  # the engine's own (start, end) per spoken word, None where it does not time its words
+
+
+def hear_aloud(engine, aligner, text: str, sample_rate: int = 24000, target_dbfs: float = -20.0) -> ReadAloud:
+    """`text` spoken by `engine` and heard by Whisper, with both sides' timings."""
     from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
 
     spoken = to_spoken(text)
     syn = engine.synthesize(spoken)
     audio = loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs)
     heard = aligner.transcribe(audio, sample_rate)
-    return word_error_rate(normalise_words(spoken), normalise_words(transcript(heard))), audio
+    wer = word_error_rate(normalise_words(spoken), normalise_words(transcript(heard)))
+    return ReadAloud(spoken, audio, wer, heard, list(syn.spans))
+
+
+def read_aloud(engine, aligner, text: str, sample_rate: int = 24000,
+               target_dbfs: float = -20.0) -> tuple[float, np.ndarray]:
+    """One sentence spoken by `engine` and heard by Whisper: (its WER, the audio at `sample_rate`)."""
+    said = hear_aloud(engine, aligner, text, sample_rate, target_dbfs)
+    return said.wer, said.audio
 
 
 def voice_wer(engine, aligner, sentences: int, sample_rate: int = 24000, target_dbfs: float = -20.0) -> float:

@@ -89,7 +89,8 @@ def _row(dataset: Path, row_id: str) -> tuple[dict, dict]:
     return rows[0], ((ds.manifest or {}).get("recipe") or {})
 
 
-def _codec(ckpt: Checkpoint, cfg: InferConfig) -> Codec:
+def codec_for(ckpt: Checkpoint, cfg: InferConfig) -> Codec:
+    """The Mimi the checkpoint was trained with (or cfg.codec)."""
     tok = (ckpt.train_config or {}).get("tokenize", {})
     spec = cfg.codec or tok.get("codec")
     if not spec:
@@ -98,32 +99,42 @@ def _codec(ckpt: Checkpoint, cfg: InferConfig) -> Codec:
                  device=cfg.device)
 
 
-def _tokenizer(ckpt: Checkpoint, cfg: InferConfig) -> TextTokenizer:
+def tokenizer_for(ckpt: Checkpoint, cfg: InferConfig) -> TextTokenizer:
+    """The checkpoint's SentencePiece model (or cfg.tokenizer)."""
     path = Path(cfg.tokenizer) if cfg.tokenizer else ckpt.tokenizer
     if path is None or not path.is_file():
         raise TrainError(f"{ckpt.source}: no tokenizer.model beside it; pass --tokenizer")
     return TextTokenizer(path.read_bytes())
 
 
-def live_events(row: dict, recipe: dict, backend_cfg: BackendConfig) -> list[dict]:
+def live_events(row: dict, recipe: dict, backend_cfg: BackendConfig, backend=None) -> list[dict]:
     """The assistant's oracle events from a live simulator: one request per step of the ladder over
-    the row's floor words, shown the conversation so far and nothing of the true reply."""
-    from kame_data.llm.config import open_backend
+    the row's floor words, shown the conversation so far and nothing of the true reply. `backend`:
+    an open backend to ask (kept open), else one is opened from `backend_cfg` and closed."""
     from kame_data.oracle.ladder import floor_words, ladder
-    from kame_data.oracle.prompts import build_request
-    from kame_data.oracle.replies import clean_prediction
     from kame_data.records import CHANNEL, Word
 
     words = floor_words([Word(w["speaker"], w["word"], w["start"], w["end"], bool(w.get("backchannel")))
                          for w in row["words"]])
     interval = float((recipe.get("oracle") or {}).get("interval", 0.5))
     steps = [dataclasses.replace(s, level=0) for s in ladder(words, interval, CHANNEL["A"], CHANNEL)]
-    backend = open_backend(backend_cfg)
+    return ask_steps(steps, backend_cfg, backend)
+
+
+def ask_steps(steps: list, backend_cfg: BackendConfig, backend=None) -> list[dict]:
+    """Oracle events for ladder steps (their levels as given), asked of `backend` (or a fresh one)."""
+    from kame_data.llm.config import open_backend
+    from kame_data.oracle.prompts import build_request
+    from kame_data.oracle.replies import clean_prediction
+
+    own = backend is None
+    backend = open_backend(backend_cfg) if own else backend
     try:
         answers = backend.complete([build_request(s, backend_cfg.max_tokens, backend_cfg.temperature, seed=0)
                                     for s in steps])
     finally:
-        backend.close()
+        if own:
+            backend.close()
     failed = [a.error for a in answers if a.error]
     if failed:
         raise TrainError(f"the oracle backend failed on {len(failed)} of {len(steps)} requests (last: {failed[-1]})")
@@ -215,7 +226,7 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
     row, recipe = _row(Path(dataset), row_id)
     events = oracle_events(row, recipe, cfg)  # before loading anything heavy: a bad backend fails fast
     arrivals = served_arrivals(events, row_id, recipe, cfg)
-    tok, codec = _tokenizer(ckpt, cfg), _codec(ckpt, cfg)
+    tok, codec = tokenizer_for(ckpt, cfg), codec_for(ckpt, cfg)
     dtype = torch.bfloat16 if torch.device(cfg.device).type == "cuda" else torch.float32
     model = load_model(ckpt, cfg.device, dtype).eval()
     lm = model.lm
