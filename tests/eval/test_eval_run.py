@@ -41,6 +41,13 @@ def test_run_judge_and_report_on_the_tiny_model(built, tiny_run, tmp_path):
     live = _eval("run", str(ckpt), *common, "--oracle", "embedded", "--delay", "0.5", "--name", "tiny-oracle")
     assert live.returncode == 0, live.stderr[-3000:]
 
+    with LoopbackServer() as simulator:  # an OpenAI-compatible back-end, served as hosted-fast times it
+        served = _eval("run", str(ckpt), *common, "--oracle", "openai", "--model", "loopback", "--base-url",
+                       simulator.base_url, "--latency", "hosted-fast", "--name", "tiny-served")
+        assert served.returncode == 0, served.stderr[-3000:]
+        assert simulator.calls > 0
+    assert read_answers(out / "answers" / "tiny-served.jsonl")[101]["kame"]["latency_preset"] == "hosted-fast"
+
     answers = {name: read_answers(out / "answers" / f"{name}.jsonl")
                for name in ("tiny-alone", "tiny-oracle", "tiny-oracle-backend")}
     for name, rows in answers.items():
