@@ -8,7 +8,7 @@ optional faults, then on the same dialogues runs
   3. the oracle stage again on the warm cache.
 Prints calls made, distinct requests, wall times and the speed-up.
 
-    python benchmarks/oracle_throughput.py [--dialogues 100] [--latency 0.1] [--concurrency 64] [--faults]
+    python benchmarks/oracle_throughput.py [--dialogues 100] [--latency 0.1] [--concurrency 64] [--faults] [--slots 16]
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from tests.synthetic import synthetic_dialogue  # noqa: E402
 
 
 class Server:
-    def __init__(self, latency: float, faults: bool):
+    def __init__(self, latency: float, faults: bool, slots: int | None = None):
         rates = dict(error_500=0.2, rate_429=0.05, hang=0.05, garbage=0.02) if faults else {}
+        rates["slots"] = slots  # bounded capacity: at most `slots` requests in service at once
         self.ready, self.stop = mp.Queue(), mp.Event()
         self.counters = mp.Array("l", 2)
         self.proc = mp.Process(target=serve, kwargs=dict(port=0, latency=latency, ready=self.ready,
@@ -81,6 +82,8 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--faults", action="store_true", help="20%% 500, 5%% 429, 5%% hangs, 2%% garbage")
     ap.add_argument("--no-baseline", action="store_true", help="skip the (slow) sequential baseline")
+    ap.add_argument("--slots", type=int, default=None, help="a server of bounded capacity: at most this many "
+                    "requests in service at once (capacity = slots / latency requests per second)")
     args = ap.parse_args()
 
     dialogues = [synthetic_dialogue(i, seed=1) for i in range(args.dialogues)]
@@ -89,7 +92,7 @@ def main() -> None:
     print(f"{args.dialogues} dialogues, {minutes:.1f} min of speech, {steps} oracle steps, "
           f"server latency {args.latency * 1000:.0f} ms{', with faults' if args.faults else ''}")
 
-    with Server(args.latency, args.faults) as srv, tempfile.TemporaryDirectory() as tmp:
+    with Server(args.latency, args.faults, args.slots) as srv, tempfile.TemporaryDirectory() as tmp:
         cfg = OracleConfig(backend=BackendConfig(kind="openai", model="loopback", base_url=srv.base_url,
                                                  concurrency=args.concurrency, timeout=2.0, backoff_base=0.05))
         t = time.perf_counter()
@@ -110,6 +113,11 @@ def main() -> None:
         samples = sum(isinstance(o, Sample) for o in out)
         print(f"oracle stage (cold cache): {calls} HTTP calls for {distinct} distinct requests, {t_stage:.2f} s, "
               f"{samples}/{len(dialogues)} dialogues complete")
+        if args.slots:
+            bound = calls * args.latency / args.slots
+            print(f"server of {args.slots} slots x {args.latency * 1000:.0f} ms: capacity bound {bound:.2f} s, "
+                  f"share of its capacity used by the stage {bound / t_stage:.0%}"
+                  + (f" (the baseline: {c0 * args.latency / args.slots / t_base:.0%})" if run_base else ""))
 
         warm = OracleStage(cfg, RunContext(cache=RequestCache(Path(tmp) / "cache.sqlite")))
         warm.setup()
