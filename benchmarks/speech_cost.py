@@ -37,7 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kame_data.costs import ENV, read  # noqa: E402
+from kame_data.costs import ENV, process_cpu, read  # noqa: E402
 from tests.loopback_server import serve  # noqa: E402
 
 SOURCES = ROOT / "tests" / "data" / "sources"
@@ -68,15 +68,17 @@ def run(recipe_path: Path, out: Path, cache: Path, costs: Path, *extra: str) -> 
     """One `kame-data run`: wall and CPU (all processes), audio seconds, pieces."""
     env = {**os.environ, "KAME_DATA_CACHE_DIR": str(cache), ENV: str(costs)}
     before, t = children_cpu(), time.perf_counter()
-    r = subprocess.run(CLI + ["run", str(recipe_path), "--out", str(out), "-q", *extra],
-                       capture_output=True, text=True, env=env)
+    proc = subprocess.Popen(CLI + ["run", str(recipe_path), "--out", str(out), "-q", *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    _, stderr = proc.communicate()
     wall, cpu = time.perf_counter() - t, children_cpu() - before
-    if r.returncode != 0:
-        raise SystemExit(f"kame-data run failed:\n{r.stderr[-3000:]}")
+    if proc.returncode != 0:
+        raise SystemExit(f"kame-data run failed:\n{stderr[-3000:]}")
     rendered = out / "rendered.jsonl"
     audio = sum(json.loads(line)["duration"] for line in rendered.read_text().splitlines()) if rendered.exists() \
         else None
     return {"wall": wall, "cpu": cpu, "audio": audio, "pieces": read(costs) if costs.exists() else {},
+            "driver_cpu": process_cpu(costs, proc.pid),  # the `kame-data run` process itself, all of its CPU
             "dialogues": len(rendered.read_text().splitlines()) if rendered.exists() else None}
 
 
@@ -157,11 +159,18 @@ def main() -> None:
           f"(goal <= {TARGET_BEYOND_ENGINES}; engines {engines:.3f}, warm average)")
     print(f"  writer (driver, one core)      {write_s / audio_written:.4f} s per audio s "
           f"({write_s:.1f} s for {audio_written:.0f} s of audio)")
+    driver = written.get("driver_cpu")
+    if driver is not None:
+        path_cost = warm["cpu"] / warm["audio"]
+        print(f"  driver process, whole run      {driver / audio_written:.4f} core-s per audio s "
+              f"(all of its CPU, writer included: 1/{path_cost * audio_written / max(driver, 1e-9):.0f} of the "
+              f"speech path's {path_cost:.3f}; goal <= 1/16)")
     print("  per piece, warm run (CPU s; pieces measured in their own processes):")
     pieces(warm, warm["audio"])
     if args.json:
         args.json.write_text(json.dumps({"cold": cold, "warm": warm, "small": small, "margin": margin,
-                                         "writer_s_per_audio_s": write_s / audio_written}, indent=1))
+                                         "writer_s_per_audio_s": write_s / audio_written,
+                                         "driver_s_per_audio_s": (driver or 0.0) / audio_written}, indent=1))
 
 
 if __name__ == "__main__":

@@ -91,4 +91,10 @@ def read(folder: str | os.PathLike) -> dict[str, float]:
     return dict(out)
 
 
+def process_cpu(folder: str | os.PathLike, pid: int) -> float | None:
+    """The whole CPU time (`time.process_time`) of process `pid`, as it last recorded it in `folder`."""
+    path = Path(folder) / f"costs-{pid}.json"
+    return json.loads(path.read_text("utf-8")).get("process_cpu_s") if path.is_file() else None
+
+
 atexit.register(flush)
