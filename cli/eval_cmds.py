@@ -40,13 +40,18 @@ def _questions(path: Optional[Path], categories: Optional[str], all_categories: 
         fail(str(e))
 
 
+# Options `build` and `judge` share: which questions.
+QUESTIONS = typer.Option(None, "--questions", help="A FastChat question.jsonl (default: the 80 MT-Bench questions "
+                         "shipped with kame-data).")
+CATEGORIES = typer.Option(None, "--categories", help="Comma-separated categories (default: reasoning,stem,humanities, "
+                          "as the paper).")
+
+
 @app.command("build")
 def build_cmd(
     out: Path = typer.Option(Path("out/eval"), "--out", "-o", help="Folder for the spoken question set."),
-    questions: Optional[Path] = typer.Option(None, "--questions", help="A FastChat question.jsonl (default: the "
-                                             "80 MT-Bench questions shipped with kame-data)."),
-    categories: Optional[str] = typer.Option(None, "--categories", help="Comma-separated categories (default: "
-                                             "reasoning,stem,humanities, as the paper)."),
+    questions: Optional[Path] = QUESTIONS,
+    categories: Optional[str] = CATEGORIES,
     all_categories: bool = typer.Option(False, "--all-categories", help="Keep all eight categories."),
     voices: str = typer.Option("users", "--voices", help="The user voices: a pool or voice name from "
                                "`kame-data voices list` (default: the screened user pool)."),
@@ -159,10 +164,8 @@ def judge_cmd(
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The judge server's URL (default: OpenAI's)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the key."),
     out: Path = typer.Option(Path("judgments.jsonl"), "--out", "-o", help="Where the judgments go (JSONL)."),
-    questions: Optional[Path] = typer.Option(None, "--questions", help="A FastChat question.jsonl (default: the "
-                                             "80 MT-Bench questions shipped with kame-data)."),
-    categories: Optional[str] = typer.Option(None, "--categories", help="Comma-separated categories (default: "
-                                             "reasoning,stem,humanities, as the paper)."),
+    questions: Optional[Path] = QUESTIONS,
+    categories: Optional[str] = CATEGORIES,
     all_categories: bool = typer.Option(False, "--all-categories", help="Judge all eight categories."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="FastChat's judge_prompts.jsonl, to judge with "
                                            "its exact prompts (default: kame-data's own, same format and rules)."),

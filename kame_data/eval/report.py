@@ -35,7 +35,6 @@ class RunScores:
     latencies: list[float] = field(default_factory=list)  # first reply word - end of user speech, per turn
     took_turn: list[bool] = field(default_factory=list)
     oracle_latency: float | None = None  # the run's oracle delay setting (s), when it had one
-    oracle: str = ""
 
     @property
     def scores(self) -> list[float]:
@@ -86,7 +85,6 @@ def collect(judgments: list[dict[str, Any]], categories: dict[int, str],
                     run.latencies.append(float(t["latency"]))
             if extra.get("oracle_latency") is not None:
                 run.oracle_latency = float(extra["oracle_latency"])
-            run.oracle = extra.get("oracle_source", run.oracle)
     return list(runs.values())
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -29,8 +28,6 @@ import numpy as np
 from kame_data import atomic
 from kame_data.eval.answers import answer_record, write_answers
 from kame_data.llm.config import BackendConfig
-
-log = logging.getLogger(__name__)
 
 ORACLES = ("none", "embedded", "openai")
 WORD_SECONDS = 0.3  # where the back-end's own earlier answer is placed in turn 2's context (its words' pace)
