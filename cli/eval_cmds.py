@@ -56,7 +56,7 @@ def build_cmd(
     voices: str = typer.Option("users", "--voices", help="The user voices: a pool or voice name from "
                                "`kame-data voices list` (default: the screened user pool)."),
     max_wer: float = typer.Option(0.05, "--max-wer", min=0.0, max=1.0, help="A turn Whisper hears with more "
-                                  "errors is spoken again by the pool's next voice."),
+                                  "errors is spoken again by the pool's next voice, then by each voice a little slower."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Only the first N questions."),
     seed: int = typer.Option(0, "--seed", help="Which voice each question is cast."),
 ) -> None:

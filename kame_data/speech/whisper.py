@@ -9,6 +9,7 @@ Nothing is ever downloaded.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib.util
 import logging
 import re
@@ -143,15 +144,36 @@ def _packs(durations: list[float]) -> list[list[int]]:
 _EQUIVALENT = {"ok": "okay", "alright": "all right", "mr": "mister", "mrs": "missus", "dr": "doctor"}
 
 
+@functools.cache
+def _american() -> dict[str, str]:
+    """Whisper's own British-to-American table (OpenAI's normaliser, as packaged by whisper-normalizer):
+    Whisper writes "tire" for a spoken "tyre"; the same word to a listener."""
+    try:
+        from whisper_normalizer.english import EnglishSpellingNormalizer
+    except ImportError as e:
+        raise AlignerUnavailable("QA needs `pip install whisper-normalizer` (kame-data[qa])") from e
+    return EnglishSpellingNormalizer().mapping
+
+
 def normalise_words(text: str) -> list[str]:
-    """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words)."""
+    """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words),
+    American spelling, and a run of single letters as one word ("B. B" and "bb" sound alike)."""
     spoken = to_spoken(text).lower()
     spoken = re.sub(r"[^a-z0-9' ]+", " ", spoken)
-    out = []
+    american = _american()
+    out: list[str] = []
+    letters = 0  # length of the run of single letters that ends `out`
     for w in spoken.split():
         w = w.replace("'", "")  # "cell's", "cells'" and "cells" are one word to a listener
-        if w:
-            out.extend(_EQUIVALENT.get(w, w).split())
+        for part in _EQUIVALENT.get(w, american.get(w, w)).split():
+            if len(part) == 1 and part.isalpha():
+                letters += 1
+                if letters > 1:
+                    out[-1] += part
+                    continue
+            else:
+                letters = 0
+            out.append(part)
     return out
 
 

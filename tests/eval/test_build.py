@@ -37,6 +37,7 @@ def test_the_questions_are_heard_as_written_and_a_rerun_redoes_nothing(tmp_path)
         assert [t["text"] for t in row["turns"]] == list(q.turns)
         for t in row["turns"]:
             assert t["wer"] <= 0.05 and t["wer_ok"], t
+            assert t["pace"] in (1.0, 0.85)
             audio, sr = sf.read(out / t["audio"])
             assert sr == 24000 and audio.ndim == 1
             assert 0.5 < t["speech_end"] <= t["seconds"] == pytest.approx(len(audio) / sr, abs=1e-3)
