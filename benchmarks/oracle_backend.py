@@ -7,10 +7,12 @@ text, synthetic timings; tests/synthetic.py), built with the current prompts. Me
            KV prefix the previous prompt left behind);
   after    LlamaCppBackend as the oracle stage uses it: each dialogue one chain from the shared
            prefix, on its default instances (one single-threaded instance per core);
-  1x2 / 1x1  the new backend on one instance with two threads / one thread (the design choice).
+  1x2 / 1x1  the new backend on one instance with two threads / one thread (the design choice);
+  batched  `after` with each instance decoding 8 chains together in one llama.cpp batch
+           (oracle.backend.sequences: 8); its answers must equal `after`'s, and the row says so.
 The machine is shared: compare the rows of one run, not runs with each other.
 
-    python benchmarks/oracle_backend.py [--dialogues 8] [--model smollm2-135m] [--modes before after 1x2]
+    python benchmarks/oracle_backend.py [--dialogues 8] [--model smollm2-135m] [--modes before after 1x2 batched]
 """
 
 from __future__ import annotations
@@ -60,8 +62,11 @@ def before(path: Path, chains: list[list[ChatRequest]]) -> list[ChatResult]:
         pool.shutdown()
 
 
-def after(model: str, chains: list[list[ChatRequest]], instances: int | None, threads: int | None):
-    backend = LlamaCppBackend(model=model, instances=instances, threads=threads)
+def after(model: str, chains: list[list[ChatRequest]], instances: int | None, threads: int | None,
+          sequences: int = 1):
+    backend = LlamaCppBackend(model=model, instances=instances, threads=threads, sequences=sequences)
+    if backend.batch_note:
+        print(f"  ({backend.batch_note})")
     try:
         t = time.perf_counter()
         out = [r for chain in backend.complete_chains(chains) for r in chain]
@@ -75,7 +80,7 @@ def main() -> None:
     ap.add_argument("--dialogues", type=int, default=8)
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--max-tokens", type=int, default=48)
-    ap.add_argument("--modes", nargs="+", default=["before", "after"], choices=["before", "after", "1x2", "1x1"])
+    ap.add_argument("--modes", nargs="+", default=["before", "after"], choices=["before", "after", "1x2", "1x1", "batched"])
     args = ap.parse_args()
     chains = []
     for r in fixture_dialogues(args.dialogues):
@@ -87,16 +92,23 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f} (others' work slows every row alike)")
     path = resolve_model_path(None, args.model)
     base = None
+    answers: dict[str, list[ChatResult]] = {}
     for mode in args.modes:
         if mode == "before":
             out, secs = before(path, chains)
         else:
-            instances, threads = {"after": (None, None), "1x2": (1, 2), "1x1": (1, 1)}[mode]
-            out, secs = after(args.model, chains, instances, threads)
+            instances, threads, sequences = {"after": (None, None, 1), "1x2": (1, 2, 1), "1x1": (1, 1, 1),
+                                             "batched": (None, None, 8)}[mode]
+            out, secs = after(args.model, chains, instances, threads, sequences)
+            answers.setdefault(mode, out)
         gen = sum(r.completion_tokens for r in out)
         base = base or calls / secs
+        same = ""
+        if mode == "batched" and "after" in answers:
+            same = "  answers identical to after: " + ("yes" if out == answers["after"] else
+                                                      f"NO ({sum(a != b for a, b in zip(out, answers['after']))} differ)")
         print(f"{mode:>7}: {secs:7.1f} s  {calls / secs:5.2f} calls/s  {gen / secs:6.1f} generated tokens/s  "
-              f"({gen / calls:.1f} tokens per answer)  x{calls / secs / base:.2f}")
+              f"({gen / calls:.1f} tokens per answer)  x{calls / secs / base:.2f}{same}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ prefix left behind by an *unrelated* prompt could change an answer. Every chain 
 from the same state, the shared messages evaluated alone from an empty cache; a chain's answers
 then depend only on the chain, never on which process ran it or what ran before.
 
+Batching: a worker given several chains at once decodes them together, one sequence id each
+(`llama_batch.BatchedDecoder`), when a check at load time shows that this build and CPU give the
+batched path exactly the one-sequence answers; otherwise it answers them one after another.
+
 Models without a chat template (base models such as Gemma 3 270M) get a plain few-shot layout.
 """
 
@@ -21,11 +25,15 @@ _LLM = None
 _LOAD_ERROR = ""
 _FORMAT = None  # a Jinja2ChatFormatter for chat models, None for the plain layout
 _START: tuple[int, ...] | None = None  # the tokens whose KV the cache holds as evaluated alone
+_BATCHED = None  # a llama_batch.BatchedDecoder when batching passed its check, else None
+_BATCH_NOTE = ""  # why batching is off (empty when on, or when one sequence was asked for)
 
 STOP = ("\n",)  # a spoken reply is one line: what follows a newline is another turn (or noise)
 
 
-def load(path: str, n_ctx: int, threads: int) -> None:
+def load(path: str, n_ctx: int, threads: int, sequences: int = 1) -> None:
+    """Load the model; with `sequences` > 1, also the batched decoder, kept only if it passes
+    `_batch_check`."""
     global _LLM, _LOAD_ERROR, _FORMAT
     try:
         from llama_cpp import Llama
@@ -41,6 +49,64 @@ def load(path: str, n_ctx: int, threads: int) -> None:
                                           model.token_get_text(bos) if bos != -1 else "")
     except Exception as e:  # reported to the parent by the readiness probe
         _LOAD_ERROR = f"{type(e).__name__}: {e}"
+        return
+    if sequences > 1:
+        _load_batched(n_ctx, threads, sequences)
+
+
+def _load_batched(n_ctx: int, threads: int, sequences: int) -> None:
+    global _BATCHED, _BATCH_NOTE
+    from kame_data.llm.llama_batch import BatchedDecoder
+
+    try:
+        decoder = BatchedDecoder(_LLM, sequences, n_ctx, threads)
+    except Exception as e:  # an older build without per-sequence KV streams, or too little memory
+        _BATCH_NOTE = f"batched decoding unavailable ({type(e).__name__}: {e})"
+        return
+    differs = _batch_check(decoder)
+    if differs:
+        decoder.close()
+        _BATCH_NOTE = f"batched decoding off: {differs}"
+        return
+    _BATCHED = decoder
+
+
+# Chains of different lengths, decoded alone and then together at load time (`_batch_check`).
+_CHECK_TURNS = ("What is the boiling point of water at sea level",
+                "Name three primary colors and say which one",
+                "My neighbour's dog barks every night and I",
+                "Explain in one sentence why the sky looks blue on a clear")
+
+
+def _check_chains() -> list[list[ChatRequest]]:
+    system = ("system", "You answer the user in one short spoken sentence.")
+    chains = []
+    for n, turn in enumerate(_CHECK_TURNS):
+        words = turn.split()
+        cuts = range(len(words) - n, len(words) + 1, 2)
+        chains.append([ChatRequest((system, ("user", " ".join(words[:k]))), max_tokens=12, temperature=0.7, seed=k)
+                       for k in cuts])
+    return chains
+
+
+def _batch_check(decoder) -> str:
+    """'' when the batched decoder answers the check chains exactly as the one-sequence path does."""
+    chains = _check_chains()
+    alone = [complete_chain(chain) for chain in chains]
+    together = decoder.complete_chains(chains, _tokenize)
+    for a, b in zip(alone, together):
+        for x, y in zip(a, b):
+            if x != y:
+                return f"on this build and CPU it answered {y.text!r} where one sequence answers {x.text!r}"
+    return ""
+
+
+def batch_note() -> str:
+    return _BATCH_NOTE
+
+
+def _tokenize(req: ChatRequest) -> tuple[list[int], int]:
+    return tokens_of(req.messages, req.reply_start)
 
 
 def ready() -> str:
@@ -111,6 +177,13 @@ def _one(req: ChatRequest, prompt: list[int]) -> ChatResult:
         text = req.reply_start + text
     return ChatResult(text=text, prompt_tokens=int(usage.get("prompt_tokens", 0)),
                       completion_tokens=int(usage.get("completion_tokens", 0)))
+
+
+def complete_chains(chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
+    """Several chains: decoded together when batching is on, else one after another."""
+    if _BATCHED is not None and len(chains) > 1:
+        return _BATCHED.complete_chains(chains, _tokenize)
+    return [complete_chain(chain) for chain in chains]
 
 
 def complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:

