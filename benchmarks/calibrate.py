@@ -6,12 +6,14 @@ sampled with psutil). Each rate is a slope between a small and a larger run of t
 so start-up and model loading drop out:
 
 - speech (`--until speak`, one engine for both voices, `speak.workers: 1`): core-seconds per second
-  of audio for piper, espeak and hibari (hibari's Whisper aligner included), and Whisper QA (espeak
+  of audio for piper, espeak, hibari and Kokoro, and Whisper QA (espeak
   with QA on minus espeak without); template scripts (`--until script`): core-seconds per dialogue;
 - the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (max_tokens 48, the
   oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
 - the Parquet writer (a full run minus the same run `--until oracle`): seconds per second of audio,
-  on the driver's one core.
+  on the driver's one core;
+- the post-speech steps quality and acoustics (`steps`): what `--until quality` adds to `--until
+  speak`, and `--until acoustics` to `--until quality`, per second of audio.
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
@@ -47,7 +49,10 @@ GSM8K = ROOT / "tests" / "data" / "sources" / "gsm8k_test_200.jsonl"
 CLI = [sys.executable, "-m", "kame_data.cli.main"]
 VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "voice": "joe", "length_scale": 1.1}),
           "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
-          "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1})}
+          "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1}),
+          "kokoro": ({"engine": "kokoro", "voice": "jf_gongitsune"}, {"engine": "kokoro", "voice": "jm_kumo"})}
+# The post-speech steps, each measured as what `--until STEP` adds to `--until` the step before it.
+POST = {"quality": {"enabled": True}, "acoustics": {"enabled": True}}
 LLAMA = {"kind": "llamacpp", "threads": 1, "max_tokens": 48, "temperature": 0.7}
 # Every fixture row of each source kind the plan knows (real benchmark rows; HSSBench's are our own
 # rows in its format, SOURCES.md)
@@ -76,10 +81,11 @@ def tree_cpu(proc: subprocess.Popen, interval: float = 0.1) -> float:
 
 
 def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dict | None = None,
-        until: str | None = None) -> dict:
+        until: str | None = None, extra: dict | None = None) -> dict:
     """One `kame-data run`: its CPU seconds, audio seconds, dialogues and manifest (full runs)."""
     raw = {"name": name, "seed": 11, "sources": [{"kind": "gsm8k", "path": str(GSM8K), "limit": items}],
-           "speak": {**speak, "workers": 1}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4}
+           "speak": {**speak, "workers": 1}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4,
+           **(extra or {})}
     if script:
         raw["script"] = script
     recipe = tmp / f"{name}-{items}.yaml"
@@ -95,7 +101,8 @@ def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dic
         raise SystemExit(f"{name}: kame-data run failed\n{err[-3000:]}")
     res = {"cpu": cpu, "manifest": {}}
     if until:
-        files = {"script": "scripts.jsonl", "speak": "rendered.jsonl", "oracle": "samples.jsonl"}
+        files = {"script": "scripts.jsonl", "speak": "rendered.jsonl", "quality": "rendered.jsonl",
+                 "acoustics": "rendered.jsonl", "oracle": "samples.jsonl"}
         recs = [json.loads(x) for x in (out / files[until]).open()]
         res.update(dialogues=len(recs), audio=sum(r.get("duration", 0.0) for r in recs))
     else:
@@ -142,6 +149,9 @@ def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:
     return (large[what] - small[what]) / max(1e-9, large[key] - small[key])
 
 
+LOAD_AT_START = os.getloadavg()[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
@@ -169,6 +179,11 @@ def main() -> None:
                                      for n in (n1, n2)), "audio")
         qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
                            for n in (n1, n2)), "audio")
+        steps, before = {}, qa_total
+        for step in POST:
+            total = slope(*(run(tmp, f"post-{step}", n, {**espeak, "qa": {"enabled": True}}, loop, until=step,
+                                extra=POST) for n in (n1, n2)), "audio")
+            steps[step], before = round(max(total - before, 0.0), 4), total
         script = slope(*(run(tmp, "script", n, espeak, loop, until="script") for n in (n1, n2)), "dialogues")
         full, no_write = (run(tmp, name, n2, espeak, loop, until=u) for name, u in (("full", None),
                                                                                     ("until-oracle", "oracle")))
@@ -177,21 +192,26 @@ def main() -> None:
         oracle_call = (o2["cpu"] - o1["cpu"]) / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"])
         s1, s2 = (run(tmp, "llm-script", n, espeak, loop, {"style": "llm", "llm": {"backend": LLAMA}})
                   for n in (1, 3))
-        calls = s2["manifest"]["llm_script"]["calls"] - s1["manifest"]["llm_script"]["calls"]
+        calls = s2["manifest"]["script"]["calls"] - s1["manifest"]["script"]["calls"]
         # Minus the speech of the extra dialogues (espeak) and their template-rate share.
         rewrite = (s2["cpu"] - s1["cpu"] - speech["espeak"] * (s2["audio"] - s1["audio"])) / max(1, calls)
         yields = script_yields(tmp)
+    stored = json.loads(path.read_text("utf-8")) if path.is_file() else {}
     cal = {
         "measured": datetime.date.today().isoformat(),
-        "machine": f"{os.cpu_count()} cores, CPU seconds of each run's process tree",
+        "machine": f"{os.cpu_count()} cores (load average {LOAD_AT_START:.1f} at the start), CPU seconds of each run's process tree",
         "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
         "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
         "qa_core_s_per_audio_s": round(max(qa_total - speech["espeak"], 0.0), 4),
+        "steps": steps,
         "script_template_core_s_per_dialogue": round(max(script, 0.0), 4),
         "write_s_per_audio_s": round(max(full["cpu"] - no_write["cpu"], 0.0) / full["audio"], 5),
         "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
                                 "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
-                     "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls}},
+                     "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls,
+                                # measured by a separate run of kame_paper (see its "fallback"): kept
+                                **{k: v for k, v in stored.get("llamacpp", {}).get("script", {}).items()
+                                   if k in ("fallback_rate", "fallback")}}},
         "yields": yields,
     }
     print(json.dumps(cal, indent=2))

@@ -26,7 +26,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
-from kame_data.yields import after_yield, rewrite_note
+from kame_data.yields import MIN_YIELD_SAMPLE, after_yield, rewrite_note, sampled_turns
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,8 @@ class Plan:
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
     qa: float = 0.0  # share of the audio Whisper QA hears (speak.qa.sample, 0 with QA off)
     projection: Projection | None = None
-    compute_s_per_minute: dict[str, float] = field(default_factory=dict)  # the recipe's steps that cost CPU
+    # step -> part -> declared core-s per audio second (StepSpec.cost) of what the recipe switches on
+    step_parts: dict[str, dict[str, float]] = field(default_factory=dict)
     steps: list[str] = field(default_factory=list)  # the run's steps in order (the registry's)
 
     def project(self, res: Resources, calibration: dict[str, Any] | None = None) -> Projection | None:
@@ -86,15 +87,16 @@ class Plan:
             return None
         cal = calibration or load_calibration()
         cal = cal | {"speak_core_s_per_audio_s": _engine_rates(cal, self.speech_seconds, self.notes)}
-        self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, self.qa, res, cal)
+        self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, self.qa, res, cal,
+                                  self.step_parts)
         return self.projection
 
     def cpu_hours(self) -> dict[str, float] | None:
-        """CPU hours per step for the whole recipe (None while the audio length is unknown)."""
-        if any(sp.kept is None for sp in self.sources):
+        """Core-hours per stage on this machine's cores (the projection's; None before `project`)."""
+        if self.projection is None:
             return None
-        minutes = sum(sp.kept * sp.seconds_per_dialogue / 60 for sp in self.sources)
-        return {k: round(v * minutes / 3600, 3) for k, v in self.compute_s_per_minute.items()}
+        return {s.stage: round(s.work / 3600, 3) for s in self.projection.stages
+                if s.resource in ("cpu", "driver") and s.work is not None}
 
     @property
     def cost_usd(self) -> float | None:
@@ -173,9 +175,11 @@ def _items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
     return (rows, "rows") if rows is not None else (None, "unknown")
 
 
-def _turn_words(kind: str, style: str, llm: LlmScriptConfig) -> list[tuple[str, float]]:
-    """(speaker, spoken words) for each turn of a typical dialogue of this source kind."""
-    user, assistant, n_turns = TYPICAL_TURNS.get(kind, TYPICAL_TURNS["jsonl"])
+def _turn_words(kind: str, style: str, llm: LlmScriptConfig,
+                typical: tuple[float, float, int] | None = None) -> list[tuple[str, float]]:
+    """(speaker, spoken words) for each turn of a typical dialogue of this source kind (`typical`:
+    measured on the recipe's own rows, else TYPICAL_TURNS)."""
+    user, assistant, n_turns = typical or TYPICAL_TURNS.get(kind, TYPICAL_TURNS["jsonl"])
     pairs = n_turns // 2
     user_turn, assistant_turn = user / pairs, assistant / pairs
     if style == "llm":
@@ -230,7 +234,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
                 budget_usd=cfg.budget_usd, qa=speak.qa.sample if speak.qa.enabled else 0.0)
-    plan.compute_s_per_minute = _step_costs(cfg)
+    plan.step_parts = _step_costs(cfg)
     plan.steps = [spec.name for spec, _ in cfg.specs()]
     engines: dict[str, dict[str, float]] = {}  # speaker -> engine -> expected share of its speech
     for role in (ASSISTANT, USER):
@@ -245,9 +249,25 @@ def plan_recipe(recipe: Recipe) -> Plan:
             dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
         else:
             dialogues = None if items is None else items * (spec.variants or default_variants)
-        asked, dialogues = dialogues, after_yield(spec.name or spec.kind, spec.kind, dialogues, items_from, style,
-                                                yields, plan.notes)
-        turns = _turn_words(spec.kind, style, llm)
+        name = spec.name or spec.kind
+        sampled = sampled_turns(recipe, spec, cfg) if dialogues is not None else None
+        # a quota or per-category draw, and a limit (load_source stops after `limit` accepted items), count
+        # items past the filters; a whole file counts rows
+        drawn = items_from in ("quota", "per_category", "limit")
+        whole = sampled is not None and ((items_from == "limit" and sampled.passed >= (spec.limit or 0))
+                                         or (items_from == "rows" and sampled.read >= (items or 0)))  # all it reads
+        if sampled and ((sampled.passed if drawn else sampled.read) >= MIN_YIELD_SAMPLE or whole):
+            asked, dialogues = dialogues, round(dialogues * sampled.share(drawn))
+            plan.notes.append(f"{name}: {asked:,} dialogues asked, {dialogues:,} expected: the filters and the "
+                              f"script keep {sampled.share(drawn):.1%} of its first {sampled.read} items "
+                              f"({sampled.passed} past the filters, {sampled.kept} scripted with the recipe's settings)")
+        else:
+            asked, dialogues = dialogues, after_yield(name, spec.kind, dialogues, items_from, style, yields, plan.notes)
+        if sampled:
+            plan.notes.append(f"{name}: turn lengths from {sampled.kept} of its own items scripted with the "
+                              f"recipe's settings ({sampled.typical[0]:.0f} user + {sampled.typical[1]:.0f} "
+                              "assistant words per dialogue)")
+        turns = _turn_words(spec.kind, style, llm, sampled.typical if sampled else None)
         words = _synthetic_words(turns, rates, lead_in, gap)
         seconds = (words[-1].end + tail) if words else 0.0
         oracle_calls, oracle_chars = _oracle_load(words, oracle)
@@ -318,12 +338,13 @@ def _add_load(plan: Plan, words: list[Word], audio_s: float, engines: dict[str, 
         s = plan.llm.setdefault(ScriptStage.name, {"kind": script_kind, "calls": 0, "tokens": 0.0})
         s["calls"] += script_calls
         s["tokens"] += dialogues * (all_tokens - oracle_tokens)
-def _step_costs(cfg: RunConfig) -> dict[str, float]:
-    """CPU seconds per dialogue-minute of each part the recipe switches on, as each step declares it."""
-    out: dict[str, float] = {}
+def _step_costs(cfg: RunConfig) -> dict[str, dict[str, float]]:
+    """Per step, the core-s per audio second of each part the recipe switches on, as it declares them."""
+    out: dict[str, dict[str, float]] = {}
     for spec, config in cfg.specs():
-        if spec.cost is not None:
-            out.update(spec.cost(config))
+        parts = spec.cost(config) if spec.cost is not None else {}
+        if parts:
+            out[spec.name] = dict(parts)
     return out
 
 
@@ -371,11 +392,6 @@ def format_plan(plan: Plan) -> str:
         engines = ", ".join(f"{e} {x:.0%}" for e, x in sorted(v["engines"].items(), key=lambda kv: -kv[1]))
         names = ", ".join(v["voices"][:10]) + (", ..." if len(v["voices"]) > 10 else "")
         lines.append(f"{role} voices: {len(v['voices'])} ({names}); engines by share of dialogues: {engines}{heard}")
-    cpu = plan.cpu_hours()
-    if cpu:
-        unit, scale = ("h", 1) if sum(cpu.values()) >= 1 else ("min", 60)
-        lines.append("CPU time (one core, estimate): " + ", ".join(f"{k} {v * scale:.1f} {unit}" for k, v in cpu.items())
-                     + f"; {sum(cpu.values()) * scale:.1f} {unit} in all (benchmarks/conversation_steps.py)")
     lines += [""] + [f"note: {n}" for n in plan.notes]
     if plan.projection is not None:
         lines += [""] + format_projection(plan.projection)

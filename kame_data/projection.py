@@ -131,12 +131,24 @@ def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, re
     return StageTime(stage, where, None, None, f"{kind}: throughput unknown")
 
 
+def _part_rate(part: str, declared: float, cal: dict[str, Any]) -> tuple[float, str]:
+    """A part's core-s per audio second: the calibration's where it measured it, else the step's estimate."""
+    measured = (cal.get("steps") or {}).get(part)
+    if measured is not None:
+        return float(measured), f"{part} {float(measured):.3f}"
+    return declared, f"{part} {declared:.3f} (declared, not calibrated)"
+
+
 def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,
-            res: Resources, cal: dict[str, Any]) -> Projection:
+            res: Resources, cal: dict[str, Any], step_parts: dict[str, dict[str, float]] | None = None) -> Projection:
     """`role_seconds`: seconds of speech per engine name over the whole run; `llm`: per LLM stage
     its backend kind, calls and tokens (only stages that call an LLM); `qa`: the share of the audio
-    Whisper QA hears (speak.qa.sample; 0 with QA off)."""
+    Whisper QA hears (speak.qa.sample; 0 with QA off); `step_parts`: per step, the parts it switches
+    on with their declared core-s per audio second (StepSpec.cost): a part named after its step is a
+    CPU stage of its own (quality, acoustics), others add to their step's stage (the speak step's
+    variants, turn-taking, answer round-trip)."""
     p = Projection(res)
+    step_parts = step_parts or {}
     audio_s = sum(role_seconds.values())
     speak = sum(secs * cal["speak_core_s_per_audio_s"][engine] for engine, secs in role_seconds.items())
     script_work = dialogues * cal["script_template_core_s_per_dialogue"]
@@ -151,8 +163,20 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     if qa:
         speak += audio_s * qa * cal["qa_core_s_per_audio_s"]
         basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}" + (f" x {qa:g} sampled" if qa < 1 else "")
-    p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores,
-                              f"core-s per audio-s: {basis} (calibration)"))
+    basis += " (calibration)"
+    for part, declared in step_parts.get(speak_name, {}).items():
+        rate, said = _part_rate(part, declared, cal)
+        speak += audio_s * rate
+        basis += f" + {said}"
+    p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores, f"core-s per audio-s: {basis}"))
+    for step, parts in step_parts.items():
+        if step == speak_name:
+            continue
+        for part, declared in parts.items():
+            rate, said = _part_rate(part, declared, cal)
+            work = audio_s * rate
+            name = part if part == step else f"{step}:{part}"
+            p.stages.append(StageTime(name, "cpu", work, work / res.total_cores, f"core-s per audio-s: {said}"))
     if oracle in llm:
         o = llm[oracle]
         p.stages.append(_llm_stage(oracle, o["kind"], o["calls"], o["tokens"], cal, res, p.notes))
@@ -164,6 +188,22 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}); "
                    "scaled linearly in cores and nodes")
     return p
+
+
+def what_moves(stage: StageTime) -> str:
+    """What would shorten a run this stage bounds."""
+    if stage.resource == "driver":
+        return "a faster core: the driver writes every shard on one"
+    if stage.resource in ("api", "gpu"):
+        return "a faster service or more of it (--llm-tokens-per-s is its measured throughput)"
+    if stage.stage.startswith(ScriptStage.name) and stage.stage != ScriptStage.name:
+        return "script rewrites on a served model (script.llm.backend), or the template style"
+    if stage.stage == OracleStage.name:
+        return ("the oracle on a served model (oracle.backend.kind: openai, or vllm on GPUs), or more cores / "
+                "nodes; a longer oracle.interval makes fewer calls")
+    if stage.stage == SpeakStage.name:
+        return "more cores or nodes; faster voices (piper) or Whisper QA on a sample (speak.qa.sample)"
+    return "more cores or nodes"
 
 
 def format_duration(seconds: float | None) -> str:
@@ -185,11 +225,14 @@ def format_projection(p: Projection) -> list[str]:
     lines = [head, f"  {'stage':<13} {'resource':<8} {'work':>14} {'wall alone':>11}  basis"]
     for s in p.stages:
         unit = "core-h" if s.resource in ("cpu", "driver") else "h"
-        work = "?" if s.work is None else f"{s.work / 3600:,.1f} {unit}"
+        work = "?" if s.work is None else (f"{s.work / 3600:,.1f} {unit}" if s.work >= 360
+                                            else f"{s.work:,.0f} {unit[:-2]}-s" if unit != "h" else f"{s.work:,.0f} s")
         lines.append(f"  {s.stage:<13} {s.resource:<8} {work:>14} {format_duration(s.wall_s):>11}  {s.basis}")
     b = p.bounding
     lines.append(f"  total {format_duration(p.total_s)}; bounded by {b.stage if b else '?'} "
                  f"({b.resource if b else '?'})")
+    if b is not None:
+        lines.append(f"  to shorten it: {what_moves(b)}")
     cost = p.machine_cost()
     if r.usd_per_core_hour or r.usd_per_gpu_hour:
         lines.append(f"  machine cost: ${cost:,.2f}" if cost is not None else "  machine cost: ?")

@@ -119,8 +119,10 @@ class StepSpec:
     its summary goes in the manifest (default: its name). `budget`: for a step that spends on the
     run's LLM meter, how to read the run's budget from its config. `doctor`: what `kame-data
     doctor --recipe` should check for a config of this step (options such as the voice per engine
-    or the simulator model). `cost`: the CPU seconds per dialogue-minute of each part a config of
-    this step switches on (measured by benchmarks/conversation_steps.py; `plan` adds them up).
+    or the simulator model). `cost`: the core-seconds per second of audio of each part a config
+    of this step switches on, as estimates (`plan` uses the calibration's measured rate of a part,
+    `calibration.json` `steps`, where it has one; a part named after its step is a stage of its own,
+    others add to their step's stage).
     `about`: one line for `kame-data steps` and `plan`."""
 
     step: type[Step]

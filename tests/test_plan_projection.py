@@ -44,6 +44,26 @@ def test_arithmetic_cpu_stages_share_the_cores_and_the_writer_has_one():
     assert "Whisper QA 0.100 x 0.25 sampled" in sampled.basis
 
 
+def test_step_parts_use_the_calibration_where_it_measured_them():
+    speech = {"piper": 1000.0}
+    parts = {"speak": {"answer": 0.1}, "quality": {"quality": 0.05}, "acoustics": {"acoustics": 0.025}}
+    cal = CAL | {"steps": {"quality": 0.2}}
+    by = {s.stage: s for s in project(10, speech, {}, 0.0, Resources(cores=2), cal, parts).stages}
+    assert by["speak"].work == pytest.approx(1000 * (0.2 + 0.1)) and "answer 0.100 (declared" in by["speak"].basis
+    assert by["quality"].work == pytest.approx(200.0) and "declared" not in by["quality"].basis  # measured
+    assert by["acoustics"].work == pytest.approx(25.0) and "declared, not calibrated" in by["acoustics"].basis
+
+
+def test_the_quickstart_plan_counts_every_step_it_runs():
+    plan = plan_recipe(load_recipe("recipes/quickstart.yaml"))
+    stages = {s.stage for s in plan.project(Resources(cores=2)).stages}
+    assert {"script", "speak", "quality", "acoustics", "oracle", "write"} <= stages
+    assert set(plan.cpu_hours()) == stages
+    # its sources are small local files: the plan scripts all of them as the run does (12 dialogues)
+    assert plan.total("kept") == 12
+    assert any("turn lengths from 4 of its own items" in n for n in plan.notes)
+
+
 def test_a_service_backend_runs_at_its_given_throughput_or_is_unknown():
     speech = {"piper": 3600.0}
     llm = {"oracle": {"kind": "vllm", "calls": 1000, "tokens": 2e6}}

@@ -44,6 +44,7 @@ def test_the_registry_orders_steps_and_refuses_clashes():
 
 def test_a_registered_step_is_in_the_plan_and_the_run_config(tmp_path):
     from kame_data.plan import format_plan, plan_recipe
+    from kame_data.projection import Resources
     from kame_data.runner.config import RunConfig
 
     with pipeline.registered(toy_step.SPEC):
@@ -52,7 +53,10 @@ def test_a_registered_step_is_in_the_plan_and_the_run_config(tmp_path):
         assert config.toy == toy_step.ToyConfig() and config.to_dict()["toy"] == {"tag": "toy", "min_words": 1}
         assert [type(s).__name__ for s in config.build_steps()][-2:] == ["ToyStep", "OracleStage"]
         plan = plan_recipe(r)
-        assert plan.to_dict()["steps"][-2:] == ["toy", "oracle"] and plan.compute_s_per_minute["toy"] == 0.5
+        assert plan.to_dict()["steps"][-2:] == ["toy", "oracle"] and plan.step_parts["toy"] == {"toy": 0.5}
+        toy = next(s for s in plan.project(Resources(cores=2)).stages if s.stage == "toy")
+        assert toy.work == pytest.approx(0.5 * sum(plan.speech_seconds.values()))  # its declared rate
+        assert "toy 0.500 (declared, not calibrated)" in toy.basis
         assert "toy" in format_plan(plan)
 
 

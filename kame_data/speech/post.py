@@ -81,10 +81,10 @@ class AcousticsStage(Step[RenderedDialogue, RenderedDialogue]):
         return [[self._apply(r)] for r in batch]
 
 
-# CPU seconds per dialogue-minute on one core when switched on (benchmarks/conversation_steps.py).
+# Core-seconds per second of audio when switched on (estimates; benchmarks/calibrate.py measures both).
 QUALITY_SPEC = StepSpec(QualityStage, QualityConfig, order=30, output="rendered.jsonl",
                         about="per-turn figures of the clean render: DNSMOS, VAD against the words, clipping, loudness",
-                        cost=lambda cfg: {QualityStage.name: 3.0} if cfg.enabled else {})
+                        cost=lambda cfg: {QualityStage.name: 0.05} if cfg.enabled else {})
 ACOUSTICS_SPEC = StepSpec(AcousticsStage, AcousticsConfig, order=40, output="rendered.jsonl",
                           about="the user's room, microphone and noise on channel 1",
-                          cost=lambda cfg: {AcousticsStage.name: 1.5} if cfg.enabled else {})
+                          cost=lambda cfg: {AcousticsStage.name: 0.025} if cfg.enabled else {})

@@ -152,16 +152,17 @@ def _doctor(cfg: SpeakConfig) -> dict:
     return out
 
 
-# CPU seconds per dialogue-minute on one core (benchmarks/conversation_steps.py: 4 GSM8K dialogues per
-# configuration on a 2-core machine shared with other jobs). The plain step is TTS with Whisper QA;
-# variants, turn-taking and the answer round-trip are what each adds to it.
-CPU_S_PER_MINUTE = {"speak": 30.0, "variants": 4.0, "turns": 2.0, "answer": 8.0}
+# Core-seconds per second of audio that speaker variants, turn-taking and the answer round-trip
+# add to the step (benchmarks/conversation_steps.py, 4 GSM8K dialogues per configuration on a
+# 2-core machine shared with other jobs). TTS and Whisper QA themselves are counted per engine from
+# the calibration (projection.py).
+CORE_S_PER_AUDIO_S = {"variants": 0.067, "turns": 0.033, "answer": 0.133}
 
 
 def _cost(cfg: SpeakConfig) -> dict[str, float]:
-    parts = {"speak": True, "variants": any(v.is_variant for v in cfg.voices), "turns": cfg.turns.enabled,
+    parts = {"variants": any(v.is_variant for v in cfg.voices), "turns": cfg.turns.enabled,
              "answer": cfg.answer.enabled}
-    return {k: CPU_S_PER_MINUTE[k] for k, on in parts.items() if on}
+    return {k: CORE_S_PER_AUDIO_S[k] for k, on in parts.items() if on}
 
 
 SPEC = StepSpec(SpeakStage, SpeakConfig, order=20, output="rendered.jsonl",

@@ -1,0 +1,109 @@
+"""Does `kame-data plan` tell the truth? Plan a run of real fixture dialogues on this machine, run it
+through `kame-data run`, and print predicted against measured, per stage and in total.
+
+The recipe is the quickstart's (its voices, QA, answer round-trip, quality, acoustics and the
+embedded oracle) on real GSM8K and MMLU-Pro rows (tests/data/sources; the same recipe as
+benchmarks/speech_cost.py). Before the measured run, a small run (`--until speak`, 2 items) fills
+the cache folder with what every later run reuses (voice screening, the assembled Whisper model):
+the plan predicts work, not a first run's one-off set-up. The measured run answers every oracle
+request anew (`--no-cache`).
+
+Measured per stage: the manifest's step time (`timings`: the sum of the step's batch times; a batch
+runs on one core, so this is core-seconds while steps do not overlap, more where they share the
+cores). Predicted: the projection's work for that stage. Then the run's CPU time (every process)
+against the projection's work in all, and the plan's wall time against the run's. Run it on an idle machine (nothing else
+running); the goal (issue 34) is the total within ±25% and every stage within ±40%.
+
+    python benchmarks/plan_check.py [--items 50] [--calibration FILE] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from speech_cost import recipe  # noqa: E402
+
+CLI = [sys.executable, "-m", "kame_data.cli.main"]
+TOTAL_WITHIN, STAGE_WITHIN = 0.25, 0.40
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def kame(args: list[str], env: dict) -> subprocess.CompletedProcess:
+    res = subprocess.run(CLI + args, capture_output=True, text=True, env=env)
+    if res.returncode:
+        raise SystemExit(f"kame-data {' '.join(args[:2])} failed:\n{res.stderr[-3000:]}")
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", type=int, default=50, help="source items (about 80%% become dialogues)")
+    ap.add_argument("--workers", type=int, default=2, help="speak.workers of the recipe")
+    ap.add_argument("--calibration", help="a calibration file (default: the shipped one)")
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="kd-plan-check-") as d:
+        tmp = Path(d)
+        env = {**os.environ, "KAME_DATA_CACHE_DIR": str(tmp / "cache")}
+        path = recipe(tmp / "plan-check.yaml", args.items, args.workers)
+        plan_args = ["plan", str(path), "--cores", str(cores), "--json"]
+        if args.calibration:
+            plan_args += ["--calibration", args.calibration]
+        plan = json.loads(kame(plan_args, env).stdout)
+        print(f"load average {os.getloadavg()[0]:.1f} before the runs (the figures assume an idle machine)",
+              flush=True)
+        kame(["run", str(path), "--out", str(tmp / "warm-up"), "-q", "--limit", "2", "--until", "speak"], env)
+        t, before = time.perf_counter(), children_cpu()
+        kame(["run", str(path), "--out", str(tmp / "out"), "-q", "--no-cache"], env)
+        wall, cpu = time.perf_counter() - t, children_cpu() - before
+        manifest = json.loads((tmp / "out" / "manifest.json").read_text("utf-8"))
+    proj = plan["projection"]
+    timings = manifest["timings"]
+    rows, ok = [], True
+    print(f"\n{args.items} items: plan {plan['totals']['kept']:.0f} dialogues, "
+          f"{plan['totals']['audio_hours'] * 60:.1f} min of audio; the run {manifest['counts']['samples']} "
+          f"dialogues, {manifest['audio_hours'] * 60:.1f} min")
+    print(f"\n{'stage':<12} {'predicted core-s':>17} {'measured':>9} {'ratio':>6}  basis")
+    for s in proj["stages"]:
+        measured = timings.get(s["stage"])
+        if s["work"] is None or measured is None:
+            print(f"{s['stage']:<12} {'?':>17} {measured if measured is not None else '?':>9}")
+            continue
+        ratio = s["work"] / measured if measured else float("inf")
+        within = abs(ratio - 1) <= STAGE_WITHIN
+        ok &= within
+        rows.append({"stage": s["stage"], "predicted": s["work"], "measured": measured, "ratio": ratio})
+        print(f"{s['stage']:<12} {s['work']:17.1f} {measured:9.1f} {ratio:6.2f}{'' if within else ' !'}  {s['basis']}")
+    work = sum(s["work"] or 0.0 for s in proj["stages"])
+    print(f"{'all, CPU':<12} {work:17.1f} {cpu:9.1f} {work / cpu:6.2f}  every process of the run, user + sys "
+          "(step times above are batch wall times: they overstate CPU where steps overlap)")
+    ratio = proj["total_s"] / wall
+    ok &= abs(ratio - 1) <= TOTAL_WITHIN
+    print(f"{'total wall':<12} {proj['total_s']:17.1f} {wall:9.1f} {ratio:6.2f}  on {cores} cores, bounded by "
+          f"{proj['bounding_stage']} (predicted)")
+    print(f"\n{'within' if ok else 'NOT within'} the goal: total ±{TOTAL_WITHIN:.0%}, every stage ±{STAGE_WITHIN:.0%}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"items": args.items, "stages": rows, "wall": wall, "cpu": cpu,
+                                               "predicted_work": work,
+                                               "predicted_wall": proj["total_s"], "within": ok}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
