@@ -39,7 +39,8 @@ class _Sequence:
     start: tuple[int, ...] | None = None
 
 
-def _common(a: list[int], b: list[int]) -> int:
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two token lists share."""
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -55,7 +56,7 @@ class BatchedDecoder:
         import llama_cpp
         from llama_cpp import _internals
 
-        self.llm, self.slots, self.n_ctx = llm, slots, n_ctx
+        self.llm, self.n_ctx = llm, n_ctx
         self.n_batch = llm.n_batch
         params = self._base_params(llm)
         params.n_ctx = n_ctx * slots  # one stream of n_ctx per sequence
@@ -123,7 +124,7 @@ class BatchedDecoder:
                                                               "oracle.backend.n_ctx)")
         max_tokens = req.max_tokens if req.max_tokens + len(prompt) < self.n_ctx else self.n_ctx - len(prompt)
         # Llama.generate: reuse the longest prefix held; a prompt held whole re-evaluates its last token
-        held = _common(s.tokens, prompt)
+        held = common_prefix(s.tokens, prompt)
         reuse = held - 1 if held == len(prompt) else held
         self._forget(s, max(reuse, 0))
         row = yield from self._evaluate(s, prompt[max(reuse, 0):])

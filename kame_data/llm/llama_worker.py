@@ -20,6 +20,7 @@ Models without a chat template (base models such as Gemma 3 270M) get a plain fe
 from __future__ import annotations
 
 from kame_data.llm.base import REFUSED, ChatRequest, ChatResult
+from kame_data.llm.llama_batch import common_prefix
 
 _LLM = None
 _LOAD_ERROR = ""
@@ -145,10 +146,7 @@ def tokens_of(messages: tuple[tuple[str, str], ...], reply_start: str = "") -> t
     lead, _ = _text(messages[:-1], False)
     tok = lambda s: _LLM.tokenize(s.encode("utf-8"), add_bos=not special, special=True)  # noqa: E731
     a, b = tok(full), tok(lead) if messages[:-1] else []
-    shared = 0
-    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
-        shared += 1
-    return a, shared
+    return a, common_prefix(a, b)
 
 
 def _start_from(prefix: list[int]) -> None:

@@ -92,10 +92,6 @@ def _complete_chains(chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
     return llama_worker.complete_chains(chains)
 
 
-def _batch_note() -> str:
-    return llama_worker.batch_note()
-
-
 def deal(n_chains: int, lengths: list[int], groups: int) -> list[list[int]]:
     """Chain indices dealt into `groups` tasks, longest first, each to the task with the fewest
     requests so far, so that the instances finish together."""
@@ -135,7 +131,7 @@ class LlamaCppBackend(ChatBackend):
         if error:
             self.close()
             raise RuntimeError(f"llama.cpp could not load {path}: {error}")
-        self.batch_note = self._pool.submit(_batch_note).result() if self.sequences > 1 else ""
+        self.batch_note = self._pool.submit(llama_worker.batch_note).result() if self.sequences > 1 else ""
 
     def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
         """Each chain answered in order on one instance. The chains are dealt into one task per
