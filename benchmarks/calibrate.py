@@ -7,13 +7,15 @@ so start-up and model loading drop out:
 
 - speech (`--until speak`, one engine for both voices, `speak.workers: 1`): core-seconds per second
   of audio for piper, espeak, hibari and Kokoro, and Whisper QA (espeak
-  with QA on minus espeak without); template scripts (`--until script`): core-seconds per dialogue;
-- the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (max_tokens 48, the
-  oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
-- the Parquet writer (a full run minus the same run `--until oracle`): seconds per second of audio,
-  on the driver's one core;
-- the post-speech steps quality and acoustics (`steps`): what `--until quality` adds to `--until
-  speak`, and `--until acoustics` to `--until quality`, per second of audio.
+  with QA on minus espeak without), and each engine's speaking rate at its default knobs (words
+  per second of speaker A's turns as placed in the audio: `plan`'s audio per dialogue);
+- the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (its instances' CPU,
+  the manifest's `cpu`; max_tokens 48, the oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
+- the Parquet writer and the template script, which run in the driver: their step times in a full
+  run (the manifest's `timings`), per second of audio and per dialogue;
+- the post-speech steps quality and acoustics, and what the speak step's answer round-trip,
+  turn-taking and a speaker variant add to it (`steps`): full runs with 2 worker processes, the CPU
+  of each step's own workers (the manifest's `cpu`), per second of audio.
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
@@ -51,8 +53,12 @@ VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "vo
           "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
           "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1}),
           "kokoro": ({"engine": "kokoro", "voice": "jf_gongitsune"}, {"engine": "kokoro", "voice": "jm_kumo"})}
-# The post-speech steps, each measured as what `--until STEP` adds to `--until` the step before it.
+# The post-speech steps, and the speak step's optional parts, measured by the CPU of the steps' own
+# worker processes (the manifest's `cpu`) in full runs: each part is what it adds to the plain runs.
 POST = {"quality": {"enabled": True}, "acoustics": {"enabled": True}}
+SPEAK_PARTS = {"answer": {"answer": {"enabled": True}},
+               "turns": {"turns": {"backchannels_per_minute": 5, "barge_in_rate": 0.3}},
+               "variants": {"user": {**VOICES["espeak"][1], "formant_shift": 1.12, "pitch_median": 190}}}
 LLAMA = {"kind": "llamacpp", "threads": 1, "max_tokens": 48, "temperature": 0.7}
 # Every fixture row of each source kind the plan knows (real benchmark rows; HSSBench's are our own
 # rows in its format, SOURCES.md)
@@ -81,10 +87,10 @@ def tree_cpu(proc: subprocess.Popen, interval: float = 0.1) -> float:
 
 
 def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dict | None = None,
-        until: str | None = None, extra: dict | None = None) -> dict:
+        until: str | None = None, extra: dict | None = None, workers: int = 1) -> dict:
     """One `kame-data run`: its CPU seconds, audio seconds, dialogues and manifest (full runs)."""
     raw = {"name": name, "seed": 11, "sources": [{"kind": "gsm8k", "path": str(GSM8K), "limit": items}],
-           "speak": {**speak, "workers": 1}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4,
+           "speak": {**speak, "workers": workers}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4,
            **(extra or {})}
     if script:
         raw["script"] = script
@@ -104,7 +110,7 @@ def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dic
         files = {"script": "scripts.jsonl", "speak": "rendered.jsonl", "quality": "rendered.jsonl",
                  "acoustics": "rendered.jsonl", "oracle": "samples.jsonl"}
         recs = [json.loads(x) for x in (out / files[until]).open()]
-        res.update(dialogues=len(recs), audio=sum(r.get("duration", 0.0) for r in recs))
+        res.update(dialogues=len(recs), audio=sum(r.get("duration", 0.0) for r in recs), records=recs)
     else:
         m = res["manifest"] = json.loads((out / "manifest.json").read_text("utf-8"))
         res.update(dialogues=m["counts"]["samples"], audio=m["audio_hours"] * 3600)
@@ -145,8 +151,37 @@ def script_yields(tmp: Path) -> dict:
             "script": "the default template script, one variant", "kinds": out}
 
 
+def speaking_rate(records: list[dict], speaker: str = "A") -> float:
+    """Words per second of `speaker`'s turns as placed in the audio: floor words over the turns'
+    spans (a turn's first word to its end), what `plan` divides a turn's words by."""
+    words, seconds = 0, 0.0
+    for r in records:
+        for turn, at in zip(r["turns"], r["timings"]):
+            if turn["speaker"] != speaker:
+                continue
+            words += sum(1 for w in r["words"] if w["speaker"] == speaker and not w.get("backchannel")
+                         and at["start"] - 1e-6 <= w["start"] <= at["end"])
+            seconds += at["end"] - at["start"]
+    return words / seconds if seconds else 0.0
+
+
 def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:
     return (large[what] - small[what]) / max(1e-9, large[key] - small[key])
+
+
+def parts(tmp: Path, speak: dict, oracle: dict, n1: int, n2: int) -> dict[str, float]:
+    """Core-s per audio second of quality, acoustics and each optional part of speak (what it adds
+    to the speak workers' CPU), each a slope of the steps' worker CPU between two full runs."""
+    cpu: dict[str, dict[str, float]] = {}
+    for name, extra in {"plain": {}, **SPEAK_PARTS}.items():
+        small, large = (run(tmp, f"part-{name}", n, {**speak, **extra}, oracle, extra=POST, workers=2)
+                        for n in (n1, n2))
+        seconds = max(1e-9, large["audio"] - small["audio"])
+        cpu[name] = {step: (large["manifest"]["cpu"].get(step, 0.0) - small["manifest"]["cpu"].get(step, 0.0))
+                     / seconds for step in ("speak", *POST)}
+    out = {step: cpu["plain"][step] for step in POST}
+    out.update({name: cpu[name]["speak"] - cpu["plain"]["speak"] for name in SPEAK_PARTS})
+    return {k: round(max(v, 0.0), 4) for k, v in out.items()}
 
 
 LOAD_AT_START = os.getloadavg()[0]
@@ -173,23 +208,22 @@ def main() -> None:
         tmp = Path(d)
         loop = {"interval": 0.5, "backend": {"kind": "openai", "model": "loopback", "base_url": srv.base_url,
                                              "concurrency": 64}}
-        speech = {}
+        speech, spoken = {}, {}
         for engine, (a, b) in VOICES.items():
-            speech[engine] = slope(*(run(tmp, engine, n, {"assistant": a, "user": b}, loop, until="speak")
-                                     for n in (n1, n2)), "audio")
+            small, large = (run(tmp, engine, n, {"assistant": a, "user": b}, loop, until="speak") for n in (n1, n2))
+            speech[engine] = slope(small, large, "audio")
+            spoken[engine] = speaking_rate(large["records"])  # speaker A: the engine's voice at default knobs
         qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
                            for n in (n1, n2)), "audio")
-        steps, before = {}, qa_total
-        for step in POST:
-            total = slope(*(run(tmp, f"post-{step}", n, {**espeak, "qa": {"enabled": True}}, loop, until=step,
-                                extra=POST) for n in (n1, n2)), "audio")
-            steps[step], before = round(max(total - before, 0.0), 4), total
-        script = slope(*(run(tmp, "script", n, espeak, loop, until="script") for n in (n1, n2)), "dialogues")
-        full, no_write = (run(tmp, name, n2, espeak, loop, until=u) for name, u in (("full", None),
-                                                                                    ("until-oracle", "oracle")))
-        # One dialogue, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone.
-        o1, o2 = (run(tmp, f"llm-oracle-{iv}", 1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
-        oracle_call = (o2["cpu"] - o1["cpu"]) / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"])
+        steps = parts(tmp, {**espeak, "qa": {"enabled": True}}, loop, n1, n2)
+        # The template script and the writer run in the driver: their own step times (the manifest's
+        # `timings`), per dialogue and per second of audio.
+        full = run(tmp, "full", n2, espeak, loop)
+        # The same dialogues, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone
+        # (the CPU of the model's instances; loading it is in both).
+        o1, o2 = (run(tmp, f"llm-oracle-{iv}", n1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
+        oracle_call = ((o2["manifest"]["cpu"]["oracle"] - o1["manifest"]["cpu"]["oracle"])
+                       / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]))
         s1, s2 = (run(tmp, "llm-script", n, espeak, loop, {"style": "llm", "llm": {"backend": LLAMA}})
                   for n in (1, 3))
         calls = s2["manifest"]["script"]["calls"] - s1["manifest"]["script"]["calls"]
@@ -202,10 +236,12 @@ def main() -> None:
         "machine": f"{os.cpu_count()} cores (load average {LOAD_AT_START:.1f} at the start), CPU seconds of each run's process tree",
         "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
         "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
+        # words per second at the engine's default knobs, on real script turns (plan's audio length)
+        "words_per_second": {e: round(v, 3) for e, v in spoken.items()},
         "qa_core_s_per_audio_s": round(max(qa_total - speech["espeak"], 0.0), 4),
         "steps": steps,
-        "script_template_core_s_per_dialogue": round(max(script, 0.0), 4),
-        "write_s_per_audio_s": round(max(full["cpu"] - no_write["cpu"], 0.0) / full["audio"], 5),
+        "script_template_core_s_per_dialogue": round(full["manifest"]["timings"]["script"] / full["dialogues"], 4),
+        "write_s_per_audio_s": round(full["manifest"]["timings"]["write"] / full["audio"], 5),
         "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
                                 "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
                      "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls,

@@ -4,11 +4,16 @@ Starts an OpenAI-compatible server on loopback (its own process) with a fixed la
 optional faults, then on the same dialogues runs
   1. a sequential baseline that behaves like the reference: one blocking call per 0.5 s step
      (level 5 included), no cache, no deduplication;
-  2. the oracle stage (openai backend: async, bounded concurrency, cache, dedup);
+  2. the oracle stage (openai backend: async, bounded concurrency, cache, dedup), driven as
+     `kame-data run` drives it: batches of `--batch-size` dialogues through the runner's local
+     executor, as many at once as the step allows;
   3. the oracle stage again on the warm cache.
-Prints calls made, distinct requests, wall times and the speed-up.
+Prints calls made, distinct requests, wall times and the speed-up; with `--slots`, the share of
+the bounded server's capacity the stage used (issue 34's goal: >= 90% at 16 slots x 200 ms, 40
+dialogues).
 
     python benchmarks/oracle_throughput.py [--dialogues 100] [--latency 0.1] [--concurrency 64] [--faults] [--slots 16]
+        [--batch-size 4]
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ from kame_data.records import (
     CHANNEL,  # noqa: E402
     Sample,  # noqa: E402
 )
+from kame_data.runner.checkpoint import Keyed  # noqa: E402
+from kame_data.runner.executor import RunStats  # noqa: E402
+from kame_data.runner.local import LocalExecutor  # noqa: E402
 from kame_data.step import RunContext
 from tests.loopback_server import serve  # noqa: E402
 from tests.synthetic import synthetic_dialogue  # noqa: E402
@@ -75,12 +83,22 @@ def baseline(dialogues, base_url: str, cfg: OracleConfig) -> int:
     return calls
 
 
+def run_stage(stage: OracleStage, dialogues, batch_size: int) -> list:
+    """The stage over `dialogues` as `kame-data run` runs it: batches through the local executor
+    (no checkpoints), outputs in input order."""
+    batches = [[Keyed(d.id, d) for d in dialogues[i:i + batch_size]] for i in range(0, len(dialogues), batch_size)]
+    done = LocalExecutor().run([stage], iter(batches), None, RunStats(), lambda name, counts: None)
+    return [k.record for batch in done for k in batch]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialogues", type=int, default=100)
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--faults", action="store_true", help="20%% 500, 5%% 429, 5%% hangs, 2%% garbage")
+    ap.add_argument("--batch-size", type=int, default=4, help="dialogues per batch (a recipe's batch_size; "
+                    "default 4, the recipes' default)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the (slow) sequential baseline")
     ap.add_argument("--slots", type=int, default=None, help="a server of bounded capacity: at most this many "
                     "requests in service at once (capacity = slots / latency requests per second)")
@@ -106,13 +124,13 @@ def main() -> None:
         stage = OracleStage(cfg, RunContext(cache=RequestCache(Path(tmp) / "cache.sqlite")))
         stage.setup()
         t = time.perf_counter()
-        out = [o for group in stage.run(dialogues) for o in group]
+        out = run_stage(stage, dialogues, args.batch_size)
         t_stage = time.perf_counter() - t
         c1, d1 = srv.counts()
         calls, distinct = c1 - c0, stage.backend.calls
         samples = sum(isinstance(o, Sample) for o in out)
         print(f"oracle stage (cold cache): {calls} HTTP calls for {distinct} distinct requests, {t_stage:.2f} s, "
-              f"{samples}/{len(dialogues)} dialogues complete")
+              f"{samples}/{len(dialogues)} dialogues complete; attempts by outcome {stage.summary()['predictions']}")
         if args.slots:
             bound = calls * args.latency / args.slots
             print(f"server of {args.slots} slots x {args.latency * 1000:.0f} ms: capacity bound {bound:.2f} s, "
@@ -122,7 +140,7 @@ def main() -> None:
         warm = OracleStage(cfg, RunContext(cache=RequestCache(Path(tmp) / "cache.sqlite")))
         warm.setup()
         t = time.perf_counter()
-        warm.run(dialogues)
+        run_stage(warm, dialogues, args.batch_size)
         t_warm = time.perf_counter() - t
         c2, _ = srv.counts()
         print(f"oracle stage (warm cache): {c2 - c1} calls, {warm.backend.calls} sent, {t_warm:.2f} s")

@@ -224,7 +224,9 @@ def plan_recipe(recipe: Recipe) -> Plan:
     cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
     style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
     shares = {role: cast_shares(speak.pool(role), speak.balance) for role in (ASSISTANT, USER)}
-    rates = {SPEAKER[role]: sum(share * words_per_second(v) for v, share in shares[role].items())
+    calibration = load_calibration()
+    measured_rates = calibration.get("words_per_second", {})  # by engine, on real script turns
+    rates = {SPEAKER[role]: sum(share * words_per_second(v, measured_rates) for v, share in shares[role].items())
              for role in (ASSISTANT, USER)}
     gap, lead_in, tail = _gap_mean(speak.gap), _mean(speak.lead_in), _mean(speak.tail)
     default_variants = cfg.script.variants
@@ -242,7 +244,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
             by_engine = engines.setdefault(SPEAKER[role], {})
             by_engine[v.engine] = by_engine.get(v.engine, 0.0) + share
     plan.voices = {role: _cast_summary(shares[role], role, speak) for role in (ASSISTANT, USER)}
-    yields = load_calibration().get("yields", {})
+    yields = calibration.get("yields", {})
     for spec in recipe.sources:
         items, items_from = _items(recipe, spec)
         if spec.dialogues is not None:

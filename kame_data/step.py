@@ -107,6 +107,11 @@ class Step(ABC, Generic[In, Out]):
         """Figures for the manifest (e.g. LLM calls, tokens, cost); empty by default."""
         return {}
 
+    def worker_cpu_seconds(self) -> float | None:
+        """CPU seconds its own worker processes have used (the manifest's `cpu`, what `plan`
+        predicts as the step's work); None for a step that computes in the run's process."""
+        return None
+
 
 @dataclass(frozen=True)
 class StepSpec:

@@ -97,6 +97,36 @@ class _Pool(ProcessPoolExecutor):
         seen = self.__dict__.setdefault("started", {})
         seen.update(getattr(self, "_processes", None) or {})
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system, every thread) its workers have used so far; a worker that has
+        ended counts with its last reading. None where the system does not tell (no /proc)."""
+        last = self.__dict__.setdefault("cpu_seen", {})
+        for pid, proc in list(getattr(self, "started", {}).items()):
+            if _dead(proc):
+                continue  # its last reading stands (and its pid may be another process's by now)
+            used = process_cpu_seconds(pid)
+            if used is not None:
+                last[pid] = max(used, last.get(pid, 0.0))
+        return sum(last.values()) if last else None
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process, from /proc (Linux); None elsewhere or once gone."""
+    try:
+        stat = open(f"/proc/{pid}/stat", encoding="ascii").read()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def pool_cpu_seconds(pool: ProcessPoolExecutor | None) -> float | None:
+    """`_Pool.cpu_seconds` of a pool from `worker_pool`; None for no pool."""
+    return pool.cpu_seconds() if isinstance(pool, _Pool) else None
+
 
 def _exit_code(proc: Any, wait: float = 2.0) -> int | None:
     """The process's exit code, or None while it runs. The executor's manager thread joins the same

@@ -109,3 +109,22 @@ def test_cli_prints_wall_time_per_stage_and_the_bounding_stage():
                                   capture_output=True, text=True, timeout=120).stdout)
     assert j["projection"]["resources"]["nodes"] == 2 and j["projection"]["bounding_stage"] == "oracle"
     assert j["projection"]["total_s"] > 0
+
+
+def test_audio_length_follows_the_calibrated_speaking_rates(monkeypatch):
+    """A dialogue lasts its turns' words over the voices' measured words per second (the
+    calibration's, by engine), not the engine table's declared rate."""
+    import kame_data.plan as plan_module
+
+    shipped = load_calibration()
+    assert set(shipped["words_per_second"]) >= {"piper", "hibari", "kokoro"}
+    assert all(2.0 < v < 4.5 for v in shipped["words_per_second"].values())  # people speak 2-4 words a second
+    recipe = load_recipe("recipes/quickstart.yaml")
+    slow = {**shipped, "words_per_second": {e: 2.0 for e in shipped["words_per_second"]}}
+    fast = {**shipped, "words_per_second": {e: 4.0 for e in shipped["words_per_second"]}}
+    seconds = {}
+    for name, cal in (("slow", slow), ("fast", fast)):
+        monkeypatch.setattr(plan_module, "load_calibration", lambda path=None, cal=cal: cal)
+        seconds[name] = sum(s.seconds_per_dialogue for s in plan_recipe(recipe).sources)
+    # speech halves when the rate doubles; the pauses (lead-in, gaps, tail) stay
+    assert seconds["fast"] < 0.6 * seconds["slow"] and seconds["fast"] > 0.5 * seconds["slow"]

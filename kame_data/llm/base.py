@@ -96,6 +96,10 @@ class ChatBackend(ABC):
         """Figures for the manifest (retries, waits, cost, the model's licence); empty by default."""
         return {}
 
+    def worker_cpu_seconds(self) -> float | None:
+        """CPU seconds of the backend's own worker processes (an embedded model); None otherwise."""
+        return None
+
     def close(self) -> None:
         """Release processes and connections; idempotent."""
 

@@ -238,6 +238,9 @@ class CachedBackend(ChatBackend):
     def close(self) -> None:
         self.inner.close()
 
+    def worker_cpu_seconds(self) -> float | None:
+        return self.inner.worker_cpu_seconds()
+
     def summary(self) -> dict:
         """For the manifest: what was asked, answered from cache, and paid for."""
         out = {"backend": self.name, "model": self.model, "calls": self.calls, "cache_hits": self.cache_hits}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kame_data.llm import llama_worker
 from kame_data.llm.base import Capabilities, ChatBackend, ChatRequest, ChatResult
-from kame_data.workers import EngineCrashed, describe_death, worker_pool
+from kame_data.workers import EngineCrashed, describe_death, pool_cpu_seconds, worker_pool
 
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ENGINE = "llama.cpp (embedded simulator)"
@@ -161,6 +161,9 @@ class LlamaCppBackend(ChatBackend):
         if self.batch_note:
             out["batched_decoding"] = self.batch_note
         return out
+
+    def worker_cpu_seconds(self) -> float | None:
+        return pool_cpu_seconds(self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

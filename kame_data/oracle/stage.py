@@ -65,6 +65,9 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         if self.backend is not None:
             self.backend.close()
 
+    def worker_cpu_seconds(self) -> float | None:
+        return self.backend.worker_cpu_seconds() if self.backend is not None else None
+
     def summary(self) -> dict:
         out = self.backend.summary() if self.backend is not None else {}
         return {**out, "prompt_version": PROMPT_VERSION, "predictions": dict(sorted(self.replies.items()))}

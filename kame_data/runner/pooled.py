@@ -17,7 +17,7 @@ from typing import Any
 
 from kame_data import costs
 from kame_data.step import Resources, RunContext, Step
-from kame_data.workers import EngineCrashed, describe_death, worker_pool
+from kame_data.workers import EngineCrashed, describe_death, pool_cpu_seconds, worker_pool
 
 _STEP: Step | None = None  # the worker process's own copy of the step
 
@@ -77,6 +77,9 @@ class PooledStep(Step):
 
     def summary(self) -> dict[str, Any]:
         return self.inner.summary()
+
+    def worker_cpu_seconds(self) -> float | None:
+        return pool_cpu_seconds(self._pool)
 
 
 def pooled(steps: list[Step], workers: int | None = None) -> list[Step]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import faulthandler
 import logging
 import os
+import resource
 import sys
 import time
 from dataclasses import dataclass
@@ -207,6 +208,7 @@ class _Run:
         self.config, self.out_dir, self.make_bar, self.store = config, out_dir, bars, store
         self.rejects: list[Reject] = []
         self.timings: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}  # CPU seconds of each step's worker processes
         self.excluded = read_exclusions(out_dir)  # a reviewer's: kept out, their rejects kept in
 
     def _write_rejects(self) -> None:
@@ -280,6 +282,8 @@ class _Run:
         finally:
             for b in bars.values():
                 b.close()
+            # before teardown, while the steps' worker processes still exist
+            self.cpu = {s.name: round(c, 2) for s in stages if (c := s.worker_cpu_seconds()) is not None}
             for s in stages:
                 s.teardown()
         for name in names:
@@ -343,6 +347,8 @@ class _Run:
         manifest["rejects_transient"] = dict(sorted(Counter(r.reason for r in self.rejects if r.transient).items()))
         # Steps overlap: each one's span from first to last batch, beside its summed busy time.
         manifest["wall"] = {n: round(stats.counts.get(n, StepCounts()).wall, 3) for n in names}
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        manifest["cpu"] = {**self.cpu, "driver": round(own.ru_utime + own.ru_stime, 2)}
         for name in names:  # each step's figures under its key (StepSpec.summary_key)
             if stats.summaries.get(name):
                 manifest.setdefault(summary_key(name), {}).update(stats.summaries[name])

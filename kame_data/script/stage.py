@@ -88,6 +88,9 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
                                                    if k.startswith("fallback_")) or "none")
         return out
 
+    def worker_cpu_seconds(self) -> float | None:
+        return self.backend.worker_cpu_seconds() if self.backend is not None else None
+
     def summary(self) -> dict:
         """Backend figures, and what became of each dialogue: template or rewrite used, refusals
         by reason (answer lost, too long, markup, ...), retries and fallbacks."""

@@ -21,7 +21,7 @@ from kame_data.speech.renderer import DialogueRenderer
 from kame_data.speech.screen import screen_pools
 from kame_data.speech.speak_workers import init_worker, render_in_worker, screen_in_worker, worker_ready
 from kame_data.step import Resources, RunContext, Step, StepSpec
-from kame_data.workers import EngineCrashed, describe_death, worker_pool
+from kame_data.workers import EngineCrashed, describe_death, pool_cpu_seconds, worker_pool
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,9 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+
+    def worker_cpu_seconds(self) -> float | None:
+        return pool_cpu_seconds(self._executor)
 
     # --- fan-out ---------------------------------------------------------------------------
 

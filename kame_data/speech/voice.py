@@ -107,11 +107,13 @@ def faster(cfg: VoiceConfig, factor: float) -> VoiceConfig:
     return replace(cfg, **{tempo.knob: tempo.faster(getattr(cfg, tempo.knob), factor)})
 
 
-def words_per_second(cfg: VoiceConfig) -> float:
-    """The voice's typical speaking rate: its engine's at default knobs, scaled by its tempo knob."""
+def words_per_second(cfg: VoiceConfig, measured: dict[str, float] | None = None) -> float:
+    """The voice's typical speaking rate: its engine's at default knobs (`measured`, by engine, where
+    the calibration has it, else the engine table's), scaled by its tempo knob."""
     spec = cfg.spec
     knob = spec.tempo.knob
-    return spec.tempo.speed(getattr(cfg, knob), _default(knob), spec.words_per_second)
+    base = (measured or {}).get(cfg.engine, spec.words_per_second)
+    return spec.tempo.speed(getattr(cfg, knob), _default(knob), base)
 
 
 def open_engine(cfg: VoiceConfig, threads: int | None = None) -> TTSEngine:

@@ -44,6 +44,9 @@ def test_a_toy_engine_in_the_table_is_a_voice_like_any_other(monkeypatch):
     assert low.label == "tone:low(pitch=30)" and low.timed
     assert faster(low, 1.2).rate == 198 and faster(low, 1.2).label == "tone:low(rate=198,pitch=30)"
     assert words_per_second(low) == 2.0 and words_per_second(VoiceConfig("tone", "low", rate=330)) == 4.0
+    # a calibration's measured rate for the engine replaces the table's; the knob still scales it
+    assert words_per_second(VoiceConfig("tone", "low", rate=330), {"tone": 3.0}) == 6.0
+    assert words_per_second(low, {"piper": 3.0}) == 2.0
     assert isinstance(open_engine(low), ToneEngine)
 
     user, assistant = "What is two plus two?", "It's four."
