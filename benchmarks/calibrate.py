@@ -11,8 +11,9 @@ so start-up and model loading drop out:
   per second of speaker A's turns as placed in the audio: `plan`'s audio per dialogue);
 - the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (its instances' CPU,
   the manifest's `cpu`; max_tokens 48, the oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
-- the Parquet writer and the template script, which run in the driver: their step times in a full
-  run (the manifest's `timings`), per second of audio and per dialogue;
+- the Parquet writer and the template script, which run in the driver: slopes of their step times
+  (the manifest's `timings`) between two full runs, per second of audio and per dialogue
+  (`--only driver` measures them alone);
 - the post-speech steps quality and acoustics, and what the speak step's answer round-trip,
   turn-taking and a speaker variant add to it (`steps`): full runs with 2 worker processes, the CPU
   of each step's own workers (the manifest's `cpu`), per second of audio.
@@ -184,6 +185,22 @@ def parts(tmp: Path, speak: dict, oracle: dict, n1: int, n2: int) -> dict[str, f
     return {k: round(max(v, 0.0), 4) for k, v in out.items()}
 
 
+def driver_rates(tmp: Path, speak: dict, oracle: dict, n: int) -> dict[str, float]:
+    """The template script and the writer, which run in the driver: slopes of their step times
+    (the manifest's `timings`) between full runs of `n` and `4 n` items, per dialogue and per second
+    of audio (a run's fixed costs, the card and the last shard's footer, drop out)."""
+    small, large = (run(tmp, "full", k, speak, oracle) for k in (n, 4 * n))
+    per = {key: (large["manifest"]["timings"][key] - small["manifest"]["timings"][key]) for key in ("script", "write")}
+    return {"script_template_core_s_per_dialogue": round(max(per["script"], 0.0) / max(1, large["dialogues"] - small["dialogues"]), 4),
+            "write_s_per_audio_s": round(max(per["write"], 0.0) / max(1e-9, large["audio"] - small["audio"]), 5)}
+
+
+def loopback(srv: LoopbackServer) -> dict:
+    """Oracle settings that send every call to the loopback server (no latency)."""
+    return {"interval": 0.5, "backend": {"kind": "openai", "model": "loopback", "base_url": srv.base_url,
+                                         "concurrency": 64}}
+
+
 LOAD_AT_START = os.getloadavg()[0]
 
 
@@ -191,23 +208,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
-    ap.add_argument("--only", choices=["yields"], help="measure only this part; keep the stored rest")
+    ap.add_argument("--only", choices=["yields", "driver"], help="measure only this part (driver: the writer "
+                    "and the template script); keep the stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
     path = ROOT / "kame_data" / "calibration.json"
-    if args.only == "yields":
-        with tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
-            cal = {**json.loads(path.read_text("utf-8")), "yields": script_yields(Path(d))}
-        print(json.dumps(cal["yields"], indent=2))
+    espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
+    if args.only:
+        with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
+            part = ({"yields": script_yields(Path(d))} if args.only == "yields" else
+                    driver_rates(Path(d), espeak, loopback(srv), n2))
+        cal = {**json.loads(path.read_text("utf-8")), **part}
+        print(json.dumps(part, indent=2))
         if args.write:
             path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
             print(f"wrote {path}")
         return
-    espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
     with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
         tmp = Path(d)
-        loop = {"interval": 0.5, "backend": {"kind": "openai", "model": "loopback", "base_url": srv.base_url,
-                                             "concurrency": 64}}
+        loop = loopback(srv)
         speech, spoken = {}, {}
         for engine, (a, b) in VOICES.items():
             small, large = (run(tmp, engine, n, {"assistant": a, "user": b}, loop, until="speak") for n in (n1, n2))
@@ -216,9 +235,7 @@ def main() -> None:
         qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
                            for n in (n1, n2)), "audio")
         steps = parts(tmp, {**espeak, "qa": {"enabled": True}}, loop, n1, n2)
-        # The template script and the writer run in the driver: their own step times (the manifest's
-        # `timings`), per dialogue and per second of audio.
-        full = run(tmp, "full", n2, espeak, loop)
+        driver = driver_rates(tmp, espeak, loop, n2)
         # The same dialogues, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone
         # (the CPU of the model's instances; loading it is in both).
         o1, o2 = (run(tmp, f"llm-oracle-{iv}", n1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
@@ -240,8 +257,7 @@ def main() -> None:
         "words_per_second": {e: round(v, 3) for e, v in spoken.items()},
         "qa_core_s_per_audio_s": round(max(qa_total - speech["espeak"], 0.0), 4),
         "steps": steps,
-        "script_template_core_s_per_dialogue": round(full["manifest"]["timings"]["script"] / full["dialogues"], 4),
-        "write_s_per_audio_s": round(full["manifest"]["timings"]["write"] / full["audio"], 5),
+        **driver,
         "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
                                 "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
                      "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls,
