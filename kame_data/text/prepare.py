@@ -18,7 +18,7 @@ _CIRCLED.update({chr(0x3251 + i): i + 21 for i in range(15)})
 _ABBREVIATIONS = {
     "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "approx.": "approximately",
     "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "No.": "number", "Fig.": "figure",
-    "U.S.": "U S", "U.K.": "U K", "U.N.": "U N", "a.m.": "A M", "p.m.": "P M", "cf.": "compare", "et al.": "and others",
+    "Ph.D.": "P H D", "cf.": "compare", "et al.": "and others",
 }
 
 
@@ -126,5 +126,20 @@ def gsm8k_notes(text: str) -> str:
 _ABBREVIATION_RE = re.compile(r"(?<![A-Za-z])(?:" + "|".join(re.escape(k) for k in sorted(_ABBREVIATIONS, key=len, reverse=True)) + ")")
 
 
+# Dotted initialisms ("U.S.A.", "D.C.", "J.K.", "a.m."): said letter by letter. Their last dot also
+# ends the sentence where the text ends or a word that opens sentences follows ("... in the U.S. It
+# was"), not before a name ("U.S. Supreme Court", "J.K. Rowling").
+_INITIALISM_RE = re.compile(r"(?<![\w.])((?:[A-Za-z]\.){2,})(?![\w])")
+_OPENS_SENTENCE = re.compile(r"\s+(?:The|This|That|These|Those|It|Its|If|In|On|At|As|For|What|Which|Who|When|Where|"
+                             r"Why|How|He|She|They|We|You|I|A|An|But|And|So|Then|There|After|Before)\b")
+
+
+def _initialism(m: re.Match) -> str:
+    letters = " ".join(c for c in m.group(1) if c != ".").upper()
+    rest = m.string[m.end():]
+    return letters + ("." if not rest.strip() or _OPENS_SENTENCE.match(rest) else "")
+
+
 def abbreviations(text: str) -> str:
-    return _ABBREVIATION_RE.sub(lambda m: _ABBREVIATIONS[m.group(0)], text)
+    text = _ABBREVIATION_RE.sub(lambda m: _ABBREVIATIONS[m.group(0)], text)
+    return _INITIALISM_RE.sub(_initialism, text)

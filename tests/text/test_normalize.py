@@ -37,6 +37,11 @@ CASES = [
     ("It is -5 degrees", "It is minus five degrees"),
     ("a < b", "a less than b"),
     ("Control\x07chars", "Control chars"),
+    # dotted initialisms, letter by letter; the last dot ends a sentence only where one ends
+    ("the U.S.A. and the U.K. agreed", "the U S A and the U K agreed"),
+    ("He moved to the U.S. It was 5 p.m.", "He moved to the U S. It was five P M."),
+    ("Washington, D.C., has a Ph.D. program", "Washington, D C, has a P H D program"),
+    ("the U.S. Supreme Court and J.K. Rowling", "the U S Supreme Court and J K Rowling"),
 ]
 
 # Phrases from the fixture rows (kame-data's own selection), display -> spoken.
