@@ -28,7 +28,7 @@ from kame_data.atomic import atomic_path
 from kame_data.speech.cache import cache_root
 from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
 from kame_data.speech.synthesis import Synthesis
-from kame_data.speech.timing import align_phonemes
+from kame_data.speech.timing import NOT_SOUNDS, align_phonemes, phoneme_sounds
 from kame_data.text import spoken_tokens
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,6 @@ DURATIONS = "/encoder/Clip_output_0"
 VOICES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")
 SENTENCE_GAP = 0.25  # seconds between sentences synthesised apart
 EDGE = (0.05, 0.1)  # seconds of silence kept before the first sound and after the last
-_STRESS = set("ˈˌ")
-_NOT_SOUNDS = set(" ˈˌː.,;:!?—…\"()“”")
 _CLAUSE = re.compile(r"(?<=[,;:—])\s+")
 
 
@@ -110,7 +108,7 @@ class KokoroEngine:
 
     def _word_phonemes(self, word: str) -> list[str]:
         if word not in self._phonemes:
-            self._phonemes[word] = [c for c in self.g2p(word) if c in self.vocab and c not in _NOT_SOUNDS]
+            self._phonemes[word] = [c for c in self.g2p(word) if c in self.vocab and c not in NOT_SOUNDS]
         return self._phonemes[word]
 
     def _chunks(self, text: str) -> list[str]:
@@ -142,19 +140,7 @@ class KokoroEngine:
         audio, frames = self.session.run(None, {"tokens": ids, "style": style,
                                                 "speed": np.array([self.speed], np.float32)})
         audio = np.asarray(audio, np.float32).ravel()
-        ends = np.cumsum(np.asarray(frames, np.float64).ravel()) * FRAME
-        starts = np.concatenate([[0.0], ends[:-1]])
-        sounds, onset = [], None
-        for k, c in enumerate(chars, start=1):  # token 0 is the leading pad
-            a, b = int(starts[k]), int(min(ends[k], len(audio)))
-            if c in _STRESS:
-                onset = a if onset is None else onset  # a stress mark is the onset of the vowel after it
-            elif c in _NOT_SOUNDS:
-                onset = None
-            else:
-                sounds.append((c, a if onset is None else onset, b))
-                onset = None
-        return audio, sounds
+        return audio, phoneme_sounds(chars, frames, FRAME, len(audio))
 
     def synthesize(self, text: str) -> Synthesis:
         pieces, sounds, at = [], [], 0

@@ -111,6 +111,29 @@ def cover_voice(spans: list[tuple[float, float]], audio: np.ndarray, sr: int) ->
     return out
 
 
+STRESS = set("ˈˌ")  # misaki stress marks: the onset of the vowel after them
+NOT_SOUNDS = set(" ˈˌː.,;:!?—…\"()“”")  # phoneme-string characters that make no sound of their own
+
+
+def phoneme_sounds(chars: list[str], frames, frame: int, length: int) -> list[tuple[str, int, int]]:
+    """(sound, start sample, end sample) of each sounding phoneme of a model's input `chars`, from
+    the model's per-token durations (`frames` units of `frame` samples, the pads at both ends
+    included), for the engines that expose them (Kokoro, hibari)."""
+    ends = np.cumsum(np.asarray(frames, np.float64).ravel()) * frame
+    starts = np.concatenate([[0.0], ends[:-1]])
+    sounds, onset = [], None
+    for k, c in enumerate(chars, start=1):  # token 0 is the leading pad
+        a, b = int(starts[k]), int(min(ends[k], length))
+        if c in STRESS:
+            onset = a if onset is None else onset  # a stress mark is the onset of the vowel after it
+        elif c in NOT_SOUNDS:
+            onset = None
+        else:
+            sounds.append((c, a if onset is None else onset, b))
+            onset = None
+    return sounds
+
+
 def align_phonemes(words: list[str], phonemise, sounds: list[tuple[str, int, int]], sr: int) -> list[Span]:
     """Word spans from an engine's phoneme timeline, by aligning per-word phonemisations to it."""
     expected: list[str] = []

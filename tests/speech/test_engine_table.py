@@ -58,3 +58,39 @@ def test_a_toy_engine_in_the_table_is_a_voice_like_any_other(monkeypatch):
     assert [t.voice for t in r.timings] == ["tone:low(pitch=30)", "tone:high(pitch=90)"]
     assert [w.word for w in r.words] == spoken_words(to_spoken(user)) + spoken_words(to_spoken(assistant))
     assert stage.renderer.aligner is None  # a timed engine needs no Whisper
+
+
+class UntimedHibari:
+    """hibari's speech without its word times: an engine of the kind Coqui is (timed=False)."""
+
+    def __init__(self, voice: str, threads: int | None = None, *, speed: float):
+        from kame_data.speech.hibari_engine import HibariEngine
+
+        self.inner = HibariEngine(voice, threads, speed=speed)
+
+    def synthesize(self, text: str) -> Synthesis:
+        s = self.inner.synthesize(text)
+        return Synthesis(s.audio, s.sample_rate, [(None, None)] * len(s.spans))
+
+
+def test_an_engine_without_word_times_is_timed_by_the_whisper_aligner(monkeypatch):
+    """The aligner path (every engine that cannot time its words, Coqui's): Whisper times the words,
+    and they land where the speech is (within 0.3 s of the times hibari itself knows)."""
+    spec = EngineSpec(name="untimed", loader=UntimedHibari, knobs=("speed",), timed=False, tempo=Tempo("speed"),
+                      words_per_second=2.7)
+    monkeypatch.setitem(ENGINES, spec.name, spec)
+    user = "Janet sells sixteen duck eggs a day. How much does she make?"
+    d = Dialogue("untimed-1-v0", "untimed-1", "test", "misc", 0, [Turn("user", "B", user, to_spoken(user))])
+    voice = VoiceConfig("untimed", "heart")
+    stage = SpeakStage(SpeakConfig(user=voice, assistant=voice, workers=1), RunContext(seed=1))
+    r = stage.renderer.render(d)
+    assert isinstance(r, RenderedDialogue), r
+    assert stage.renderer.aligner is not None and not voice.timed
+    assert [w.word for w in r.words] == spoken_words(to_spoken(user))
+    from kame_data.speech.hibari_engine import HibariEngine
+
+    own = HibariEngine("heart", 1, speed=1.0).synthesize(to_spoken(user)).spans
+    offset = r.timings[0].start - own[0][0]  # where the turn was placed in the dialogue
+    starts = [w.start for w in r.words]
+    assert starts == sorted(starts)
+    assert np.median([abs(w.start - (a + offset)) for w, (a, _) in zip(r.words, own)]) < 0.3

@@ -2,8 +2,8 @@
 user turn, where the ladder would put the true reply before the user has finished).
 
 Unit tests of the cut on a clip of tones and silence (where every sample's origin is known), then
-real engines: a three-sentence user turn from espeak-ng and (slow) piper, hibari (timed by the
-Whisper aligner, the path Coqui shares) and Coqui, every word-end gap under 1.0 s.
+real engines: a three-sentence user turn from espeak-ng and (slow) piper, hibari (timed by its own
+durations) and Coqui (timed by the Whisper aligner), every word-end gap under 1.0 s.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ COQUI_MODEL = os.environ.get("KAME_DATA_COQUI_MODEL", "")
 def _coqui_missing() -> str | None:
     if importlib.util.find_spec("TTS") is None:
         return ("coqui-tts is not installed (kept out of the default setup: it needs torch, torchaudio and torchcodec "
-                "builds that load together); Coqui voices take the aligner path tested here with hibari")
+                "builds that load together); the aligner path Coqui voices take is tested with the aligner itself")
     if not COQUI_MODEL:
         return "no local Coqui model: set KAME_DATA_COQUI_MODEL to a model folder (catalogue models are never downloaded)"
     return None

@@ -66,6 +66,30 @@ def test_kokoro_speaks_english_and_times_its_words_itself():
     assert int(np.argmax(gaps)) == [w for w, _ in spoken_tokens(text)].index("each")
 
 
+def test_hibari_times_its_words_itself_and_sounds_as_hibari_does():
+    """hibari's durations (a graph tensor) time its words; the audio is hibari's own call's, bit for bit."""
+    import zlib
+
+    from hibari import Hibari
+    from hibari.voices import voice_path
+
+    from kame_data.speech.hibari_engine import HibariEngine
+
+    text = to_spoken("Janet sells 16 duck eggs a day at the U.S. market. How much does she make every day?")
+    engine = HibariEngine("heart", 1, speed=1.1)
+    syn = engine.synthesize(text)
+    own = Hibari(voice="heart", model=voice_path("heart", download_missing=False))(
+        text, speed=1.1, seed=zlib.crc32(text.encode("utf-8")))
+    assert np.array_equal(syn.audio, own)
+    duration = len(syn.audio) / syn.sample_rate
+    assert len(syn.spans) == len(spoken_tokens(text)) and all(a is not None and b is not None for a, b in syn.spans)
+    starts = [a for a, _ in syn.spans]
+    assert starts == sorted(starts) and all(0 <= a < b <= duration for a, b in syn.spans)
+    gaps = [b[0] - a[1] for a, b in zip(syn.spans, syn.spans[1:])]
+    assert int(np.argmax(gaps)) == [w for w, _ in spoken_tokens(text)].index("market")  # the sentence break
+    assert VoiceConfig("hibari", "heart").timed
+
+
 @pytest.mark.slow  # over five seconds (tests/README.md)
 def test_voice_figures_are_cached_so_a_second_check_computes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("KAME_DATA_CACHE_DIR", str(tmp_path))

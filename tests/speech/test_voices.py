@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 VOICES = [
     VoiceConfig("piper", "joe"),  # neural, male US
-    VoiceConfig("hibari", "heart"),  # neural, female US, timed by the Whisper aligner
+    VoiceConfig("hibari", "heart"),  # neural, female US, timed by its own durations
     VoiceConfig("espeak", "en-us+f3"),  # formant, female US
     VoiceConfig("espeak", "en-gb-x-rp+m3", rate=150),  # formant, male British
     VoiceConfig("espeak", "en-029+m1"),  # formant, male Caribbean
