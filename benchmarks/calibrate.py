@@ -185,6 +185,17 @@ def parts(tmp: Path, speak: dict, oracle: dict, n1: int, n2: int) -> dict[str, f
     return {k: round(max(v, 0.0), 4) for k, v in out.items()}
 
 
+def speech_rates(tmp: Path, oracle: dict, n1: int, n2: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Per engine: core-s per audio second (`--until speak`, one worker) and speaker A's words per
+    second (the engine's voice at default knobs)."""
+    speech, spoken = {}, {}
+    for engine, (a, b) in VOICES.items():
+        small, large = (run(tmp, engine, n, {"assistant": a, "user": b}, oracle, until="speak") for n in (n1, n2))
+        speech[engine] = slope(small, large, "audio")
+        spoken[engine] = speaking_rate(large["records"])
+    return speech, spoken
+
+
 def driver_rates(tmp: Path, speak: dict, oracle: dict, n: int) -> dict[str, float]:
     """The template script and the writer, which run in the driver: slopes of their step times
     (the manifest's `timings`) between full runs of `n` and `4 n` items, per dialogue and per second
@@ -208,17 +219,29 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
-    ap.add_argument("--only", choices=["yields", "driver"], help="measure only this part (driver: the writer "
-                    "and the template script); keep the stored rest")
+    ap.add_argument("--only", choices=["yields", "driver", "speech"], help="measure only this part (driver: "
+                    "the writer and the template script; speech: each engine's cost and speaking rate); keep the "
+                    "stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
     path = ROOT / "kame_data" / "calibration.json"
     espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
     if args.only:
         with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
-            part = ({"yields": script_yields(Path(d))} if args.only == "yields" else
-                    driver_rates(Path(d), espeak, loopback(srv), n2))
-        cal = {**json.loads(path.read_text("utf-8")), **part}
+            if args.only == "yields":
+                part = {"yields": script_yields(Path(d))}
+            elif args.only == "driver":
+                part = driver_rates(Path(d), espeak, loopback(srv), n2)
+            else:
+                speech, spoken = speech_rates(Path(d), loopback(srv), n1, n2)
+                part = {"speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
+                        "words_per_second": {e: round(v, 3) for e, v in spoken.items()}}
+        stored = json.loads(path.read_text("utf-8"))
+        later = [p for p in stored.get("remeasured", []) if p.get("only") != args.only]
+        cal = {**stored, **part, "remeasured": later + [{
+            "only": args.only, "measured": datetime.date.today().isoformat(),
+            "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
+            "load_average_at_start": round(LOAD_AT_START, 1)}]}
         print(json.dumps(part, indent=2))
         if args.write:
             path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
@@ -227,11 +250,7 @@ def main() -> None:
     with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
         tmp = Path(d)
         loop = loopback(srv)
-        speech, spoken = {}, {}
-        for engine, (a, b) in VOICES.items():
-            small, large = (run(tmp, engine, n, {"assistant": a, "user": b}, loop, until="speak") for n in (n1, n2))
-            speech[engine] = slope(small, large, "audio")
-            spoken[engine] = speaking_rate(large["records"])  # speaker A: the engine's voice at default knobs
+        speech, spoken = speech_rates(tmp, loop, n1, n2)
         qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
                            for n in (n1, n2)), "audio")
         steps = parts(tmp, {**espeak, "qa": {"enabled": True}}, loop, n1, n2)
