@@ -116,7 +116,8 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def process_cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of a live process, from /proc (Linux); None elsewhere or once gone."""
     try:
-        stat = open(f"/proc/{pid}/stat", encoding="ascii").read()
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            stat = fh.read()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
