@@ -301,7 +301,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
             plan.notes.append(f"{spec.name or spec.kind}: {items} rows in {spec.path}, before filters")
     plan.notes.append("audio and LLM figures are estimates (typical turn lengths per source, the recipe's voices "
                       "and oracle settings, identical requests counted once)")
-    wasted = rewrite_note(((recipe.raw.get(ScriptStage.name) or {}).get("style") or "template"), cfg.script, load_calibration())
+    wasted = rewrite_note(((recipe.raw.get(ScriptStage.name) or {}).get("style") or "template"), cfg.script, calibration)
     if wasted:
         plan.notes.append(wasted)
     return plan

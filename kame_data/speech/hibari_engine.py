@@ -12,6 +12,7 @@ time.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import zlib
@@ -31,9 +32,10 @@ DURATIONS = "/Clip_output_0"
 FRAME = 600  # samples per duration unit (two of hibari's 300-sample hops)
 
 
+@functools.cache
 def timed_model(source: Path) -> Path:
     """The voice file with its duration tensor as an output, written once per voice file (keyed by
-    its sha256; atomically, so parallel workers are safe)."""
+    its sha256, read once per process; atomically, so parallel workers are safe)."""
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
     out = cache_root() / "hibari" / f"{source.stem}-{digest}-timed.onnx"
     if out.is_file():
