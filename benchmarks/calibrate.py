@@ -9,14 +9,17 @@ so start-up and model loading drop out:
   of audio for piper, espeak, hibari and Kokoro, and Whisper QA (espeak
   with QA on minus espeak without), and each engine's speaking rate at its default knobs (words
   per second of speaker A's turns as placed in the audio: `plan`'s audio per dialogue);
-- the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call (its instances' CPU,
-  the manifest's `cpu`; max_tokens 48, the oracle interval changes the number of calls) and per script rewrite (style llm, max_tokens 400);
-- the Parquet writer and the template script, which run in the driver: slopes of their step times
-  (the manifest's `timings`) between two full runs, per second of audio and per dialogue
-  (`--only driver` measures them alone);
+- the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call and set-up per instance
+  (its instances' CPU, the manifest's `cpu`, over runs of GSM8K and MMLU-Pro rows with the oracle
+  interval at 1.0 s and 0.5 s; max_tokens 48; `--only oracle`) and per script rewrite (style llm,
+  max_tokens 400);
+- the Parquet writer and the template script, which run in the driver: the CPU of the driver
+  threads that ran them (the manifest's `cpu`) in two full runs: the writer per second of audio plus
+  a fixed part per run, the script per dialogue (`--only driver` measures them alone);
 - the post-speech steps quality and acoustics, and what the speak step's answer round-trip,
   turn-taking and a speaker variant add to it (`steps`): full runs with 2 worker processes, the CPU
-  of each step's own workers (the manifest's `cpu`), per second of audio.
+  of each step's own workers (the manifest's `cpu`), per second of audio; and each step's set-up per
+  worker process, the intercept of the same line (`setup_core_s_per_worker`; `--only steps`).
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
@@ -88,9 +91,11 @@ def tree_cpu(proc: subprocess.Popen, interval: float = 0.1) -> float:
 
 
 def run(tmp: Path, name: str, items: int, speak: dict, oracle: dict, script: dict | None = None,
-        until: str | None = None, extra: dict | None = None, workers: int = 1) -> dict:
-    """One `kame-data run`: its CPU seconds, audio seconds, dialogues and manifest (full runs)."""
-    raw = {"name": name, "seed": 11, "sources": [{"kind": "gsm8k", "path": str(GSM8K), "limit": items}],
+        until: str | None = None, extra: dict | None = None, workers: int = 1, kind: str = "gsm8k") -> dict:
+    """One `kame-data run` on a source's fixture rows (GSM8K by default): its CPU seconds, audio
+    seconds, dialogues and manifest (full runs)."""
+    rows = ROOT / "tests" / "data" / "sources" / YIELD_ROWS[kind]
+    raw = {"name": name, "seed": 11, "sources": [{"kind": kind, "path": str(rows), "limit": items}],
            "speak": {**speak, "workers": workers}, "oracle": oracle, "publish": {"rows_per_shard": 50}, "batch_size": 4,
            **(extra or {})}
     if script:
@@ -170,19 +175,29 @@ def slope(small: dict, large: dict, key: str, what: str = "cpu") -> float:
     return (large[what] - small[what]) / max(1e-9, large[key] - small[key])
 
 
-def parts(tmp: Path, speak: dict, oracle: dict, n1: int, n2: int) -> dict[str, float]:
+PART_WORKERS = 2
+
+
+def parts(tmp: Path, speak: dict, oracle: dict, n1: int, n2: int) -> tuple[dict[str, float], dict[str, float]]:
     """Core-s per audio second of quality, acoustics and each optional part of speak (what it adds
-    to the speak workers' CPU), each a slope of the steps' worker CPU between two full runs."""
+    to the speak workers' CPU), each a slope of the steps' worker CPU between two full runs; and per
+    step, what each worker process spends once (the intercept of the plain runs' line, per worker:
+    start-up, imports, models; the speak step's with espeak voices and Whisper)."""
     cpu: dict[str, dict[str, float]] = {}
+    setup: dict[str, float] = {}
     for name, extra in {"plain": {}, **SPEAK_PARTS}.items():
-        small, large = (run(tmp, f"part-{name}", n, {**speak, **extra}, oracle, extra=POST, workers=2)
+        small, large = (run(tmp, f"part-{name}", n, {**speak, **extra}, oracle, extra=POST, workers=PART_WORKERS)
                         for n in (n1, n2))
         seconds = max(1e-9, large["audio"] - small["audio"])
         cpu[name] = {step: (large["manifest"]["cpu"].get(step, 0.0) - small["manifest"]["cpu"].get(step, 0.0))
                      / seconds for step in ("speak", *POST)}
+        if name == "plain":
+            setup = {step: (small["manifest"]["cpu"].get(step, 0.0) - cpu[name][step] * small["audio"]) / PART_WORKERS
+                     for step in ("speak", *POST)}
     out = {step: cpu["plain"][step] for step in POST}
     out.update({name: cpu[name]["speak"] - cpu["plain"]["speak"] for name in SPEAK_PARTS})
-    return {k: round(max(v, 0.0), 4) for k, v in out.items()}
+    return ({k: round(max(v, 0.0), 4) for k, v in out.items()},
+            {k: round(max(v, 0.0), 2) for k, v in setup.items()})
 
 
 def speech_rates(tmp: Path, oracle: dict, n1: int, n2: int) -> tuple[dict[str, float], dict[str, float]]:
@@ -196,14 +211,57 @@ def speech_rates(tmp: Path, oracle: dict, n1: int, n2: int) -> tuple[dict[str, f
     return speech, spoken
 
 
+def qa_rate(tmp: Path, espeak: dict, oracle: dict, n1: int, n2: int, plain: float) -> float:
+    """Whisper QA's core-s per audio second: espeak with QA on, minus espeak alone (`plain`)."""
+    with_qa = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, oracle, until="speak")
+                      for n in (n1, n2)), "audio")
+    return round(max(with_qa - plain, 0.0), 4)
+
+
 def driver_rates(tmp: Path, speak: dict, oracle: dict, n: int) -> dict[str, float]:
-    """The template script and the writer, which run in the driver: slopes of their step times
-    (the manifest's `timings`) between full runs of `n` and `4 n` items, per dialogue and per second
-    of audio (a run's fixed costs, the card and the last shard's footer, drop out)."""
-    small, large = (run(tmp, "full", k, speak, oracle) for k in (n, 4 * n))
-    per = {key: (large["manifest"]["timings"][key] - small["manifest"]["timings"][key]) for key in ("script", "write")}
-    return {"script_template_core_s_per_dialogue": round(max(per["script"], 0.0) / max(1, large["dialogues"] - small["dialogues"]), 4),
-            "write_s_per_audio_s": round(max(per["write"], 0.0) / max(1e-9, large["audio"] - small["audio"]), 5)}
+    """The template script and the writer, which run in the driver, from their CPU (the manifest's
+    `cpu`: the driver threads that ran them, not their batch times, which count waits for a core the
+    other steps hold) in full runs of `n` and `4 n` items (speak in worker processes, as by default):
+    the writer as a slope per second of audio plus what every run spends once (the card, its plots,
+    the last footer); the script per dialogue over the larger run (under a second in all: a slope
+    of it is noise)."""
+    small, large = (run(tmp, "full", k, speak, oracle, workers=PART_WORKERS) for k in (n, 4 * n))
+    for r in (small, large):
+        print(f"    {r['dialogues']} dialogues: script {r['manifest']['cpu']['script']:.2f} core-s, "
+              f"write {r['manifest']['cpu']['write']:.2f} core-s", flush=True)
+    write = max((large["manifest"]["cpu"]["write"] - small["manifest"]["cpu"]["write"])
+                / max(1e-9, large["audio"] - small["audio"]), 0.0)
+    return {"script_template_core_s_per_dialogue": round(large["manifest"]["cpu"]["script"] / max(1, large["dialogues"]), 4),
+            "write_s_per_audio_s": round(write, 5),
+            "write_fixed_core_s": round(max(small["manifest"]["cpu"]["write"] - write * small["audio"], 0.0), 2)}
+
+
+def oracle_rates(tmp: Path, speak: dict, items: int) -> dict:
+    """The embedded oracle's CPU (its instances', the manifest's `cpu`) as a set-up per instance
+    (loading the model, the batching check) plus a cost per call: least squares over runs of
+    GSM8K's and MMLU-Pro's rows with the ladder at 1.0 s and 0.5 s (more calls on the same
+    dialogues). The prompts' length per call is printed: the prompt shows a bounded window of the
+    transcript, so a call costs the same in a short dialogue and a long one."""
+    import numpy as np
+
+    from kame_data.llm.llamacpp import plan_instances
+
+    seen = []
+    for kind in ("gsm8k", "mmlu_pro"):
+        for iv in (1.0, 0.5):
+            m = run(tmp, f"llm-oracle-{kind}-{iv}", items, speak, {"interval": iv, "backend": LLAMA}, kind=kind)["manifest"]
+            use = m["llm_usage"]["stages"]["oracle"]
+            seen.append((m["cpu"]["oracle"], use["requests"], use["prompt_tokens"]))
+    cpu, calls = (np.array(c, float) for c in list(zip(*seen))[:2])
+    (fixed, per_call), *_ = np.linalg.lstsq(np.stack([np.ones_like(calls), calls], 1), cpu, rcond=None)
+    for c, n, p in seen:
+        print(f"    oracle: {n} calls, {p / max(1, n):.0f} prompt tokens per call, {c:.1f} core-s "
+              f"(fit {fixed + per_call * n:.1f})", flush=True)
+    return {"core_s_per_call": round(float(per_call), 3),
+            "setup_core_s_per_instance": round(max(float(fixed), 0.0) / plan_instances(None, LLAMA["threads"])[0], 2),
+            "max_tokens": LLAMA["max_tokens"], "calls": int(calls.sum()),
+            "prompt_tokens_per_call": round(sum(p for *_, p in seen) / max(1, calls.sum())),
+            "runs": f"{items} rows of gsm8k and of mmlu_pro, the ladder at 1.0 s and 0.5 s"}
 
 
 def loopback(srv: LoopbackServer) -> dict:
@@ -219,9 +277,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
-    ap.add_argument("--only", choices=["yields", "driver", "speech"], help="measure only this part (driver: "
-                    "the writer and the template script; speech: each engine's cost and speaking rate); keep the "
-                    "stored rest")
+    ap.add_argument("--only", choices=["yields", "driver", "speech", "steps", "oracle"], help="measure only this part "
+                    "(driver: the writer and the template script; speech: each engine's cost and speaking rate, and Whisper QA's; "
+                    "steps: quality, acoustics, the speak step's parts and each step's set-up per worker; oracle: the "
+                    "embedded oracle per call and per prompt token); keep "
+                    "the stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
     path = ROOT / "kame_data" / "calibration.json"
@@ -232,10 +292,17 @@ def main() -> None:
                 part = {"yields": script_yields(Path(d))}
             elif args.only == "driver":
                 part = driver_rates(Path(d), espeak, loopback(srv), n2)
+            elif args.only == "oracle":
+                stored = json.loads(path.read_text("utf-8"))
+                part = {"llamacpp": {**stored["llamacpp"], "oracle": oracle_rates(Path(d), espeak, n1)}}
+            elif args.only == "steps":
+                steps, setup = parts(Path(d), {**espeak, "qa": {"enabled": True}}, loopback(srv), n1, n2)
+                part = {"steps": steps, "setup_core_s_per_worker": setup}
             else:
                 speech, spoken = speech_rates(Path(d), loopback(srv), n1, n2)
                 part = {"speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
-                        "words_per_second": {e: round(v, 3) for e, v in spoken.items()}}
+                        "words_per_second": {e: round(v, 3) for e, v in spoken.items()},
+                        "qa_core_s_per_audio_s": qa_rate(Path(d), espeak, loopback(srv), n1, n2, speech["espeak"])}
         stored = json.loads(path.read_text("utf-8"))
         later = [p for p in stored.get("remeasured", []) if p.get("only") != args.only]
         cal = {**stored, **part, "remeasured": later + [{
@@ -251,15 +318,10 @@ def main() -> None:
         tmp = Path(d)
         loop = loopback(srv)
         speech, spoken = speech_rates(tmp, loop, n1, n2)
-        qa_total = slope(*(run(tmp, "espeak-qa", n, {**espeak, "qa": {"enabled": True}}, loop, until="speak")
-                           for n in (n1, n2)), "audio")
-        steps = parts(tmp, {**espeak, "qa": {"enabled": True}}, loop, n1, n2)
+        qa = qa_rate(tmp, espeak, loop, n1, n2, speech["espeak"])
+        steps, setup = parts(tmp, {**espeak, "qa": {"enabled": True}}, loop, n1, n2)
         driver = driver_rates(tmp, espeak, loop, n2)
-        # The same dialogues, the ladder at 1.0 s and at 0.5 s: the difference is oracle calls alone
-        # (the CPU of the model's instances; loading it is in both).
-        o1, o2 = (run(tmp, f"llm-oracle-{iv}", n1, espeak, {"interval": iv, "backend": LLAMA}) for iv in (1.0, 0.5))
-        oracle_call = ((o2["manifest"]["cpu"]["oracle"] - o1["manifest"]["cpu"]["oracle"])
-                       / max(1, o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]))
+        oracle = oracle_rates(tmp, espeak, n1)
         s1, s2 = (run(tmp, "llm-script", n, espeak, loop, {"style": "llm", "llm": {"backend": LLAMA}})
                   for n in (1, 3))
         calls = s2["manifest"]["script"]["calls"] - s1["manifest"]["script"]["calls"]
@@ -274,11 +336,11 @@ def main() -> None:
         "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
         # words per second at the engine's default knobs, on real script turns (plan's audio length)
         "words_per_second": {e: round(v, 3) for e, v in spoken.items()},
-        "qa_core_s_per_audio_s": round(max(qa_total - speech["espeak"], 0.0), 4),
+        "qa_core_s_per_audio_s": qa,
         "steps": steps,
+        "setup_core_s_per_worker": setup,
         **driver,
-        "llamacpp": {"oracle": {"core_s_per_call": round(oracle_call, 3), "max_tokens": LLAMA["max_tokens"],
-                                "calls": o2["manifest"]["llm"]["calls"] - o1["manifest"]["llm"]["calls"]},
+        "llamacpp": {"oracle": oracle,
                      "script": {"core_s_per_call": round(rewrite, 3), "max_tokens": 400, "calls": calls,
                                 # measured by a separate run of kame_paper (see its "fallback"): kept
                                 **{k: v for k, v in stored.get("llamacpp", {}).get("script", {}).items()

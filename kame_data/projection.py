@@ -118,9 +118,12 @@ def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, re
     where = backend_spec(kind).runs_on
     if where == "cpu":
         rate = cal[kind][stage]["core_s_per_call"]
-        work = calls * rate
-        return StageTime(stage, "cpu", work, work / res.total_cores,
-                         f"{kind} on the cores, {rate:.2f} core-s per call (calibration)")
+        work, basis = calls * rate, f"{kind} on the cores, {rate:.2f} core-s per call (calibration)"
+        setup = cal[kind][stage].get("setup_core_s_per_instance")
+        if setup:  # loading the model, once per instance: one instance per core by default
+            work += setup * res.total_cores
+            basis += f" + {setup:.1f} core-s per instance x {res.total_cores}"
+        return StageTime(stage, "cpu", work, work / res.total_cores, basis)
     if res.llm_tokens_per_s:
         tps = res.llm_tokens_per_s
         return StageTime(stage, where, tokens / tps, tokens / tps, f"{kind} at {tps:,.0f} tokens/s (given)")
@@ -137,6 +140,16 @@ def _part_rate(part: str, declared: float, cal: dict[str, Any]) -> tuple[float, 
     if measured is not None:
         return float(measured), f"{part} {float(measured):.3f}"
     return declared, f"{part} {declared:.3f} (declared, not calibrated)"
+
+
+def _with_setup(stage: str, work: float, basis: str, res: Resources, cal: dict[str, Any]) -> tuple[float, str]:
+    """A stage's work plus what each of its worker processes spends once (start-up, imports, models):
+    one worker per core, as a run starts them by default. Nothing at paper scale; most of a
+    40-dialogue run's acoustics (calibration: `setup_core_s_per_worker`)."""
+    setup = (cal.get("setup_core_s_per_worker") or {}).get(stage)
+    if not setup:
+        return work, basis
+    return work + setup * res.total_cores, f"{basis} + {setup:.1f} core-s per worker x {res.total_cores}"
 
 
 def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,
@@ -168,20 +181,22 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
         rate, said = _part_rate(part, declared, cal)
         speak += audio_s * rate
         basis += f" + {said}"
-    p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores, f"core-s per audio-s: {basis}"))
+    speak, basis = _with_setup(speak_name, speak, f"core-s per audio-s: {basis}", res, cal)
+    p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores, basis))
     for step, parts in step_parts.items():
         if step == speak_name:
             continue
         for part, declared in parts.items():
             rate, said = _part_rate(part, declared, cal)
-            work = audio_s * rate
             name = part if part == step else f"{step}:{part}"
-            p.stages.append(StageTime(name, "cpu", work, work / res.total_cores, f"core-s per audio-s: {said}"))
+            work, basis = _with_setup(name, audio_s * rate, f"core-s per audio-s: {said}", res, cal)
+            p.stages.append(StageTime(name, "cpu", work, work / res.total_cores, basis))
     if oracle in llm:
         o = llm[oracle]
         p.stages.append(_llm_stage(oracle, o["kind"], o["calls"], o["tokens"], cal, res, p.notes))
-    write = audio_s * cal["write_s_per_audio_s"]
-    p.stages.append(StageTime(WriteStep.name, "driver", write, write, "Parquet shards in the driver, one core"))
+    write = audio_s * cal["write_s_per_audio_s"] + cal.get("write_fixed_core_s", 0.0)
+    p.stages.append(StageTime(WriteStep.name, "driver", write, write, "Parquet shards in the driver, one core"
+                              + (f" (+ {cal['write_fixed_core_s']:.1f} s per run: the card)" if cal.get("write_fixed_core_s") else "")))
     if res.gpus and not any(s.resource == "gpu" for s in p.stages):
         p.notes.append("no stage of this recipe uses the GPUs (an embedded model runs on the CPU cores; "
                        "a GPU backend such as vllm would)")

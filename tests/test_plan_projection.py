@@ -54,6 +54,20 @@ def test_step_parts_use_the_calibration_where_it_measured_them():
     assert by["acoustics"].work == pytest.approx(25.0) and "declared, not calibrated" in by["acoustics"].basis
 
 
+def test_each_worker_process_adds_its_set_up_once():
+    """A step's set-up per worker (start-up, models) is added once per core's worker, whatever the
+    audio: most of a small run's acoustics, nothing at paper scale."""
+    parts = {"acoustics": {"acoustics": 0.01}}
+    cal = CAL | {"setup_core_s_per_worker": {"acoustics": 3.0, "speak": 5.0}}
+    for cores, audio in ((2, 100.0), (16, 1e6)):
+        by = {s.stage: s for s in project(10, {"piper": audio}, {}, 0.0, Resources(cores=cores), cal, parts).stages}
+        assert by["acoustics"].work == pytest.approx(audio * 0.01 + 3.0 * cores)
+        assert by["speak"].work == pytest.approx(audio * 0.2 + 5.0 * cores)
+        assert f"3.0 core-s per worker x {cores}" in by["acoustics"].basis
+    assert {s.stage: s.work for s in project(10, {"piper": 100.0}, {}, 0.0, Resources(cores=2), CAL, parts).stages
+            }["acoustics"] == pytest.approx(1.0)  # a calibration without set-ups: rates alone
+
+
 def test_the_quickstart_plan_counts_every_step_it_runs():
     plan = plan_recipe(load_recipe("recipes/quickstart.yaml"))
     stages = {s.stage for s in plan.project(Resources(cores=2)).stages}

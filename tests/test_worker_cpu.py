@@ -39,3 +39,39 @@ def test_process_cpu_of_this_process_and_of_no_process():
     mine = process_cpu_seconds(os.getpid())
     assert mine is not None and mine <= time.process_time() + 0.05
     assert process_cpu_seconds(2 ** 22 + 12345) is None  # beyond pid_max: no such process
+
+
+class _Busy:
+    """A step computed in the driver: a sleep (no CPU) and then a fixed amount of work per record."""
+
+    name = "busy"
+
+    class resources:  # noqa: N801 - the attributes apply_step reads
+        checkpoint = False
+
+    def setup(self) -> None:
+        pass
+
+    def run(self, batch):
+        out = []
+        for r in batch:
+            time.sleep(0.2)
+            out.append([_burn(300_000) and r])
+        return out
+
+
+def test_a_driver_side_step_counts_its_threads_cpu_not_its_waits():
+    """A step without worker processes is measured by the CPU of the thread that ran its batch: the
+    manifest's `cpu` then holds its cost, not the time it waited (here: for a sleep; in a run: for a
+    core other steps hold)."""
+    from kame_data.runner.checkpoint import Keyed
+    from kame_data.runner.executor import apply_step
+
+    step = _Busy()
+    records = [Keyed(str(i), f"r{i}") for i in range(3)]
+    started = time.thread_time()
+    out, counts = apply_step(step, "busy", records, None)
+    spent = time.thread_time() - started
+    assert [k.record for k in out] == ["r0", "r1", "r2"]
+    assert counts.seconds >= 0.6 > counts.cpu  # three sleeps in the wall time, none in the CPU
+    assert 0 < counts.cpu <= spent + 1e-3

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import threading
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -132,6 +133,8 @@ class LlamaCppBackend(ChatBackend):
             self.close()
             raise RuntimeError(f"llama.cpp could not load {path}: {error}")
         self.batch_note = self._pool.submit(llama_worker.batch_note).result() if self.sequences > 1 else ""
+        self._usage = {"requests": 0, "prompt_tokens": 0, "completion_tokens": 0}  # answers decoded
+        self._lock = threading.Lock()
 
     def complete_chains(self, chains: list[list[ChatRequest]]) -> list[list[ChatResult]]:
         """Each chain answered in order on one instance. The chains are dealt into one task per
@@ -150,6 +153,11 @@ class LlamaCppBackend(ChatBackend):
                     out[i] = answers
         except BrokenProcessPool:
             raise EngineCrashed(ENGINE, describe_death(self._pool)) from None
+        answered = [r for answers in out for r in answers if not r.error]
+        with self._lock:
+            self._usage["requests"] += len(answered)
+            self._usage["prompt_tokens"] += sum(r.prompt_tokens for r in answered)
+            self._usage["completion_tokens"] += sum(r.completion_tokens for r in answered)
         return out
 
     def complete(self, requests: list[ChatRequest], on_answer=None) -> list[ChatResult]:
@@ -157,7 +165,12 @@ class LlamaCppBackend(ChatBackend):
         return [r for chain in self.complete_chains([[req] for req in requests]) for r in chain]
 
     def summary(self) -> dict:
-        out = {"model_license": self.license} if self.license else {}
+        """Tokens decoded (free: the manifest's llm_usage counts them at no cost; `plan` prices the
+        embedded oracle's CPU by them), the model's licence, whether batches were decoded together."""
+        with self._lock:
+            out = {**self._usage, "cost_usd": 0.0, "instances": self.instances}
+        if self.license:
+            out["model_license"] = self.license
         if self.batch_note:
             out["batched_decoding"] = self.batch_note
         return out

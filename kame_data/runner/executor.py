@@ -37,6 +37,9 @@ class StepCounts:
     retried: int = 0  # of those, inputs whose earlier result was transient (tried again)
     transient: int = 0  # inputs whose result is transient this time (not checkpointed; a rerun retries)
     seconds: float = 0.0  # time spent in the step (batches running at once each count)
+    # CPU time of the driver threads that ran its batches: the step's own cost where it computes in
+    # the driver (template scripts), where batch time would also count waits for a busy core
+    cpu: float = 0.0
     started: float = 0.0  # wall clock (epoch s) when its first batch began, and when its last ended
     ended: float = 0.0
 
@@ -47,6 +50,7 @@ class StepCounts:
         self.retried += other.retried
         self.transient += other.transient
         self.seconds += other.seconds
+        self.cpu += other.cpu
         self.started = min(self.started or other.started, other.started or self.started)
         self.ended = max(self.ended, other.ended)
 
@@ -89,7 +93,7 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
     counts. Checkpointed inputs are read back; the step's `setup` runs only when something is left
     to compute (a resumed run may need no model at all). Only final groups are stored as results;
     a transient one leaves a marker, so the rerun that computes it again counts it as retried."""
-    started, wall_start = time.perf_counter(), time.time()
+    started, wall_start, cpu_start = time.perf_counter(), time.time(), time.thread_time()
     use_store = store if step.resources.checkpoint else None
     results: dict[str, list[Any]] = {}
     misses: list[Keyed] = []
@@ -130,7 +134,8 @@ def apply_step(step: Step, key: str, keyed: list[Keyed],
         for j, rec in enumerate(results[k.key]):
             out.append(Keyed(digest(key, k.key, str(j)), rec))
     return out, StepCounts(inputs=_live(keyed), outputs=_live(out), computed=len(misses), retried=retried,
-                           transient=transient, seconds=time.perf_counter() - started, started=wall_start, ended=time.time())
+                           transient=transient, seconds=time.perf_counter() - started, started=wall_start, ended=time.time(),
+                           cpu=time.thread_time() - cpu_start)
 
 
 def _item_id(record: Any) -> str:

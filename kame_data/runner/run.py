@@ -208,8 +208,15 @@ class _Run:
         self.config, self.out_dir, self.make_bar, self.store = config, out_dir, bars, store
         self.rejects: list[Reject] = []
         self.timings: dict[str, float] = {}
-        self.cpu: dict[str, float] = {}  # CPU seconds of each step's worker processes
+        # CPU seconds per step: its worker processes' where it has them, else the driver threads' that
+        # ran its batches (the writer: the driver's main thread while it writes)
+        self.cpu: dict[str, float] = {}
         self.excluded = read_exclusions(out_dir)  # a reviewer's: kept out, their rejects kept in
+
+    def _spent(self, name: str, wall_start: float, cpu_start: float) -> None:
+        """Add the time since (wall_start, cpu_start) to a driver-side step's timing and CPU."""
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - wall_start
+        self.cpu[name] = self.cpu.get(name, 0.0) + time.thread_time() - cpu_start
 
     def _write_rejects(self) -> None:
         write_jsonl(self.out_dir / "rejects.jsonl", [{**r.to_dict(), "detail": scrub(r.detail)} for r in self.rejects])
@@ -261,14 +268,14 @@ class _Run:
         aborted = False  # stopped by something other than the budget: the run did not do what was asked
         try:
             for batch in executor.run(stages, _batches(keyed, self.config.batch_size), self.store, stats, on_batch):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 records = [k.record for k in batch if not isinstance(k.record, Reject)]
                 rejected = [k.record for k in batch if isinstance(k.record, Reject)]
                 self.rejects.extend(rejected)
                 with piece("write"):
                     outputs.extend(records if writer is None else [m for g in writer.run(records) for m in g])
                 errors.add(rejected)  # after the batch's records are written: a stop here publishes them
-                self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
+                self._spent("write", t, c)
                 progress.save(samples=len(outputs), rejects=len(self.rejects), transient=_transient(self.rejects))
         except BudgetExceeded as e:
             # Stop cleanly: what is finished gets published; paid answers stay in the cache.
@@ -283,7 +290,9 @@ class _Run:
             for b in bars.values():
                 b.close()
             # before teardown, while the steps' worker processes still exist
-            self.cpu = {s.name: round(c, 2) for s in stages if (c := s.worker_cpu_seconds()) is not None}
+            own = {s.name: s.worker_cpu_seconds() for s in stages}
+            self.cpu.update({s.name: round(own[s.name] if own[s.name] is not None
+                                           else stats.counts.get(s.name, StepCounts()).cpu, 2) for s in stages})
             for s in stages:
                 s.teardown()
         for name in names:
@@ -311,10 +320,11 @@ class _Run:
                              "oracle.budget_usd and rerun the same command to continue)", progress)
         if not outputs:
             raise self._fail(f"every item was rejected; see {self.out_dir / 'rejects.jsonl'}", progress)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.thread_time()
         with piece("write"):
             shards = writer.finish()
-        self.timings["write"] = self.timings.get("write", 0.0) + time.perf_counter() - t
+        self._spent("write", t, c)
+        self.cpu["write"] = round(self.cpu.get("write", 0.0), 2)
         self.timings["total"] = time.perf_counter() - started
         manifest = self._manifest(len(items), names, stats, shards, outputs, executor.name, stop, errors)
         write_outputs(self.out_dir, manifest)
