@@ -12,7 +12,7 @@ Prints calls made, distinct requests, wall times and the speed-up; with `--slots
 the bounded server's capacity the stage used (issue 34's goal: >= 90% at 16 slots x 200 ms, 40
 dialogues).
 
-    python benchmarks/oracle_throughput.py [--dialogues 100] [--latency 0.1] [--concurrency 64] [--faults] [--slots 16]
+    python benchmarks/oracle_throughput.py [--dialogues 100] [--latency 0.1] [--concurrency 32] [--faults] [--slots 16]
         [--batch-size 4]
 """
 
@@ -95,7 +95,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialogues", type=int, default=100)
     ap.add_argument("--latency", type=float, default=0.1)
-    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--concurrency", type=int, default=BackendConfig().concurrency,
+                    help="the backend's requests in flight (default: the backend's default, %(default)s)")
     ap.add_argument("--faults", action="store_true", help="20%% 500, 5%% 429, 5%% hangs, 2%% garbage")
     ap.add_argument("--batch-size", type=int, default=4, help="dialogues per batch (a recipe's batch_size; "
                     "default 4, the recipes' default)")

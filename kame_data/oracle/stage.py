@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from kame_data.llm.accounting import Account, Meter, Prices
 from kame_data.llm.base import REFUSED, ChatBackend
@@ -86,7 +87,26 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                 for rendered, steps, mine, reject in zip(batch, ladders, predictions, early)]
 
     def _predict(self, ladders: list[list[LadderStep]], ids: list[str]) -> list[list[tuple[str, str]]]:
-        """(prediction, error) per step of each dialogue. Level 5 is the true reply unless `level5: call`.
+        """(prediction, error) per step of each dialogue (`_attempts`).
+
+        A backend without state between requests (a remote service) gets each dialogue's attempts
+        on its own, side by side: a dialogue's non-replies are asked again as soon as its answers are
+        in, not when the slowest dialogue of the batch is done, so a bounded server's slots stay full
+        through the retries. The answers are the same either way (a request's seed is its attempt).
+        A backend that keeps state along chains (the embedded model) gets the batch's rounds whole:
+        its instances decode them together."""
+        live = [d for d, steps in enumerate(ladders) if steps]
+        if self.backend.capabilities.chains or len(live) < 2:
+            return self._attempts(ladders, ids)
+        out: list[list[tuple[str, str]]] = [[] for _ in ladders]
+        with ThreadPoolExecutor(len(live), thread_name_prefix="kame-data-oracle-dialogue") as pool:
+            for d, mine in zip(live, pool.map(lambda d: self._attempts([ladders[d]], [ids[d]])[0], live)):
+                out[d] = mine
+        return out
+
+    def _attempts(self, ladders: list[list[LadderStep]], ids: list[str]) -> list[list[tuple[str, str]]]:
+        """(prediction, error) per step of each dialogue, in rounds of attempts. Level 5 is the true
+        reply unless `level5: call`.
 
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,

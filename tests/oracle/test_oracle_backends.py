@@ -1,6 +1,8 @@
 """The oracle stage through the openai backend against a real local HTTP server (with faults),
 the request cache, budgets and failure handling."""
 
+import re
+
 import pytest
 
 from kame_data.llm.accounting import Account, BudgetExceeded, Meter, Prices, prompt_token_bound
@@ -41,6 +43,47 @@ def test_cache_sends_each_distinct_request_once(tmp_path):
         out2 = run_flat(st2, dialogues)
         assert srv.calls == first and st2.backend.calls == 0
         assert [o.oracle for o in out2] == [o.oracle for o in out]
+
+
+def test_a_dialogues_retries_do_not_wait_for_the_rest_of_its_batch():
+    """Dialogue 1's first answers are all non-replies; dialogue 0's requests are held by the server
+    until it has seen dialogue 1 ask again. Sent in rounds (every dialogue's first attempts, then
+    every retry), dialogue 1's retries would wait for dialogue 0's answers and the server would wait
+    for ever (here: until `held` gives up); sent per dialogue, they go out at once."""
+    import threading
+
+    from tests.loopback_server import reply_for
+
+    slow, quick = synthetic_dialogue(0), synthetic_dialogue(2)
+    def words(text: str) -> str:  # a transcript without its speaker labels (the prompt names them its own way)
+        return re.sub(r"(^|\n)(A|B|User|Assistant): ", r"\1", text)
+
+    contexts = {d.id: {words(s.conversation_context) for s in ladder(d.words, 0.5, CHANNEL["A"], CHANNEL)}
+                for d in (slow, quick)}
+    assert not contexts[slow.id] & contexts[quick.id]
+
+    def whose(messages) -> str:
+        """The dialogue whose longest transcript the request shows."""
+        text = words("\n".join(m["content"] for m in messages))
+        return max(((len(c), d) for d, cs in contexts.items() for c in cs if c in text), default=(0, ""))[1]
+
+    retried, held_too_long = threading.Event(), []
+
+    def held(body, seen, headers):
+        if body.get("seed", 0) > 0 and whose(body["messages"]) == quick.id:
+            retried.set()
+        elif whose(body["messages"]) == slow.id and not retried.wait(60):
+            held_too_long.append(body)
+        return None
+
+    def reply(messages, asked):
+        return "" if whose(messages) == quick.id and asked == 0 else reply_for(messages)
+
+    with LoopbackServer(override=held, reply=reply) as srv:
+        out = run_flat(_stage(srv), [slow, quick])
+    samples = {o.id: o for o in out if isinstance(o, Sample)}
+    assert retried.is_set() and not held_too_long
+    assert set(samples) == {slow.id, quick.id} and all(e.prediction for s in samples.values() for e in s.oracle)
 
 
 def test_level5_and_trigger_options():
