@@ -118,11 +118,9 @@ def _llm_stage(stage: str, kind: str, calls: float, tokens: float, cal: dict, re
     where = backend_spec(kind).runs_on
     if where == "cpu":
         rate = cal[kind][stage]["core_s_per_call"]
-        work, basis = calls * rate, f"{kind} on the cores, {rate:.2f} core-s per call (calibration)"
-        setup = cal[kind][stage].get("setup_core_s_per_instance")
-        if setup:  # loading the model, once per instance: one instance per core by default
-            work += setup * res.total_cores
-            basis += f" + {setup:.1f} core-s per instance x {res.total_cores}"
+        # loading the model, once per instance: one instance per core by default
+        work, basis = _plus_setup(calls * rate, f"{kind} on the cores, {rate:.2f} core-s per call (calibration)",
+                                  cal[kind][stage].get("setup_core_s_per_instance"), "instance", res)
         return StageTime(stage, "cpu", work, work / res.total_cores, basis)
     if res.llm_tokens_per_s:
         tps = res.llm_tokens_per_s
@@ -142,14 +140,18 @@ def _part_rate(part: str, declared: float, cal: dict[str, Any]) -> tuple[float, 
     return declared, f"{part} {declared:.3f} (declared, not calibrated)"
 
 
-def _with_setup(stage: str, work: float, basis: str, res: Resources, cal: dict[str, Any]) -> tuple[float, str]:
-    """A stage's work plus what each of its worker processes spends once (start-up, imports, models):
-    one worker per core, as a run starts them by default. Nothing at paper scale; most of a
-    40-dialogue run's acoustics (calibration: `setup_core_s_per_worker`)."""
-    setup = (cal.get("setup_core_s_per_worker") or {}).get(stage)
+def _plus_setup(work: float, basis: str, setup: float | None, per: str, res: Resources) -> tuple[float, str]:
+    """A stage's work plus what each of its processes (`per`: worker, instance) spends once (start-up,
+    imports, models): one per core, as a run starts them by default. Nothing at paper scale; most
+    of a 40-dialogue run's acoustics."""
     if not setup:
         return work, basis
-    return work + setup * res.total_cores, f"{basis} + {setup:.1f} core-s per worker x {res.total_cores}"
+    return work + setup * res.total_cores, f"{basis} + {setup:.1f} core-s per {per} x {res.total_cores}"
+
+
+def _with_setup(stage: str, work: float, basis: str, res: Resources, cal: dict[str, Any]) -> tuple[float, str]:
+    """`_plus_setup` with the step's set-up per worker from the calibration (`setup_core_s_per_worker`)."""
+    return _plus_setup(work, basis, (cal.get("setup_core_s_per_worker") or {}).get(stage), "worker", res)
 
 
 def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,

@@ -66,6 +66,11 @@ def test_each_worker_process_adds_its_set_up_once():
         assert f"3.0 core-s per worker x {cores}" in by["acoustics"].basis
     assert {s.stage: s.work for s in project(10, {"piper": 100.0}, {}, 0.0, Resources(cores=2), CAL, parts).stages
             }["acoustics"] == pytest.approx(1.0)  # a calibration without set-ups: rates alone
+    # the embedded model loads once per instance, one instance per core
+    llm = {"oracle": {"kind": "llamacpp", "calls": 100, "tokens": 1e4}}
+    cal = CAL | {"llamacpp": {**CAL["llamacpp"], "oracle": {"core_s_per_call": 0.5, "setup_core_s_per_instance": 2.0}}}
+    by = {s.stage: s for s in project(10, {"piper": 100.0}, llm, 0.0, Resources(cores=4), cal).stages}
+    assert by["oracle"].work == pytest.approx(100 * 0.5 + 2.0 * 4) and "2.0 core-s per instance x 4" in by["oracle"].basis
 
 
 def test_the_quickstart_plan_counts_every_step_it_runs():

@@ -165,8 +165,9 @@ class LlamaCppBackend(ChatBackend):
         return [r for chain in self.complete_chains([[req] for req in requests]) for r in chain]
 
     def summary(self) -> dict:
-        """Tokens decoded (free: the manifest's llm_usage counts them at no cost; `plan` prices the
-        embedded oracle's CPU by them), the model's licence, whether batches were decoded together."""
+        """Requests answered and their tokens (free: the manifest's llm_usage counts them at no cost;
+        benchmarks/calibrate.py prints prompt tokens per call), the instances, the model's licence,
+        and why batches were not decoded together where they were not."""
         with self._lock:
             out = {**self._usage, "cost_usd": 0.0, "instances": self.instances}
         if self.license:
