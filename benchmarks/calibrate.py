@@ -51,7 +51,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.loopback_server import LoopbackServer  # noqa: E402
 
-GSM8K = ROOT / "tests" / "data" / "sources" / "gsm8k_test_200.jsonl"
 CLI = [sys.executable, "-m", "kame_data.cli.main"]
 VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "voice": "joe", "length_scale": 1.1}),
           "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
@@ -275,7 +274,7 @@ LOAD_AT_START = os.getloadavg()[0]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="GSM8K rows of the small and large runs")
+    ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="fixture rows of the small and large runs (GSM8K; MMLU-Pro too for the oracle)")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
     ap.add_argument("--only", choices=["yields", "driver", "speech", "steps", "oracle"], help="measure only this part "
                     "(driver: the writer and the template script; speech: each engine's cost and speaking rate, and Whisper QA's; "

@@ -290,9 +290,9 @@ class _Run:
             for b in bars.values():
                 b.close()
             # before teardown, while the steps' worker processes still exist
-            own = {s.name: s.worker_cpu_seconds() for s in stages}
-            self.cpu.update({s.name: round(own[s.name] if own[s.name] is not None
-                                           else stats.counts.get(s.name, StepCounts()).cpu, 2) for s in stages})
+            for s in stages:
+                own = s.worker_cpu_seconds()
+                self.cpu[s.name] = round(own if own is not None else stats.counts.get(s.name, StepCounts()).cpu, 2)
             for s in stages:
                 s.teardown()
         for name in names:
