@@ -8,7 +8,7 @@ import re
 from dataclasses import MISSING, dataclass, fields, is_dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, TypedDict, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, TypedDict, TypeVar
 
 import yaml
 
@@ -86,6 +86,10 @@ class Recipe:
     # Worker processes for the pure CPU-bound steps (quality, acoustics) under the local executor
     # (runner/pooled.py); 1 keeps them in the driver. Default: one per core. Never changes the rows.
     workers: Annotated[int, Schema(minimum=1)] | None = None
+    # Where Whisper, the TTS engines and DNSMOS run: auto (a CUDA GPU when this machine has one a
+    # model can use, else the CPU), cpu, or cuda (stop at the start if a model cannot reach a GPU).
+    # The manifest's `devices` says where they ran (kame_data/accelerator.py).
+    device: Literal["auto", "cpu", "cuda"] = "auto"
 
     @property
     def base_dir(self) -> Path:
@@ -227,6 +231,8 @@ def load_recipe(ref: str | Path) -> Recipe:
         sources=[SourceSpec(**s) for s in raw["sources"]],
         batch_size=raw.get("batch_size", 4),
         max_item_errors=raw.get("max_item_errors"),
+        workers=raw.get("workers"),
+        device=raw.get("device", "auto"),
     )
 
 

@@ -83,3 +83,14 @@ def test_run_refuses_a_bad_section_before_touching_out(tmp_path):
 def test_missing_recipe(tmp_path):
     with pytest.raises(RecipeError, match="not found"):
         load_recipe(tmp_path / "nope.yaml")
+
+
+def test_every_top_level_key_reaches_the_recipe(tmp_path):
+    """`workers` and `device` were once read by nothing: a key the schema accepts must take effect."""
+    p = tmp_path / "r.yaml"
+    p.write_text("name: x\n" + SOURCE + "workers: 1\ndevice: cpu\nbatch_size: 3\nseed: 9\n")
+    r = load_recipe(p)
+    assert (r.workers, r.device, r.batch_size, r.seed) == (1, "cpu", 3, 9)
+    p.write_text("name: x\n" + SOURCE + "device: gpu\n")
+    with pytest.raises(RecipeError, match="device"):
+        load_recipe(p)

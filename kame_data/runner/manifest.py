@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from kame_data.accelerator import placement
 from kame_data.atomic import write_json
 from kame_data.dataset.card import write_card
 from kame_data.dataset.stats import RowStats
@@ -69,6 +70,7 @@ def build_manifest(recipe: Recipe, counts: Counter, rejects: list[Reject], timin
         "licenses": _licenses(recipe),
         "rejects": dict(sorted(Counter(r.reason for r in rejects).items())),
         "timings": {k: round(v, 3) for k, v in timings.items()},
+        "devices": placement(),
         **{k: stats[k] for k in ("levels", "oracle_f1_by_level", "oracle_rouge_l_by_level",
                                  "oracle_similarity_by_source", "audio_hours", "oracle_events",
                                  "early_truth_events", "oracle_arrival") if k in stats},

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
 
+from kame_data import accelerator
 from kame_data.atomic import write_jsonl
 from kame_data.costs import piece
 from kame_data.dataset.exclude import REASON as REVIEW_REASON
@@ -157,10 +158,16 @@ def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None
     # A native crash leaves its Python stack in run.log, here and in every worker process.
     faulthandler.enable(file=handler.stream, all_threads=True)
     os.environ[FAULT_LOG_ENV] = str((out_dir / "run.log").resolve())
+    device_before = os.environ.get(accelerator.ENV)
+    os.environ[accelerator.ENV] = config.recipe.device  # before any step or worker loads a model
     cache = None
     for backend in config.backends():
         register_secret(os.environ.get(backend.api_key_env))  # never in a log, progress.json or card
     try:
+        try:
+            accelerator.placement()
+        except accelerator.DeviceUnavailable as e:
+            raise RunError(str(e)) from None
         cache_path = None
         if use_cache:
             from kame_data.llm.cache import default_cache_path
@@ -193,6 +200,10 @@ def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None
             cache.close()
         faulthandler.disable()
         os.environ.pop(FAULT_LOG_ENV, None)
+        if device_before is None:
+            os.environ.pop(accelerator.ENV, None)
+        else:
+            os.environ[accelerator.ENV] = device_before
         root.removeHandler(handler)
         handler.close()
 

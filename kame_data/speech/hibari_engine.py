@@ -51,6 +51,8 @@ class HibariEngine:
     def __init__(self, voice: str, threads: int | None = None, *, speed: float):
         try:
             import onnxruntime as ort
+
+            from kame_data.accelerator import onnx_providers
             from hibari import Hibari
             from hibari.voices import VOICES, voice_path
         except ImportError as e:
@@ -66,7 +68,7 @@ class HibariEngine:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = opts.inter_op_num_threads = threads or 1
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(str(timed_model(model)), opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(timed_model(model)), opts, providers=onnx_providers())
         self.speed = speed
         self.sample_rate = self.tts.sample_rate
         self._phonemes: dict[str, list[str]] = {}

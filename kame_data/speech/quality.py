@@ -167,14 +167,16 @@ def dnsmos_scores(session, audio16: np.ndarray, hop_s: float) -> dict[str, float
 
 
 def _load_dnsmos():
-    """DNSMOS's P.835 ONNX model (shipped in `speechmos`) on one thread: renders stay reproducible
-    and worker processes do not fight over cores."""
+    """DNSMOS's P.835 ONNX model (shipped in `speechmos`) on one thread (renders stay reproducible
+    and worker processes do not fight over cores), or on the GPU (kame_data/accelerator.py)."""
     import os
 
     import onnxruntime as ort
     from speechmos import dnsmos
 
+    from kame_data.accelerator import onnx_providers
+
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     path = os.path.join(os.path.dirname(dnsmos.__file__), "dnsmos_models", "sig_bak_ovr.onnx")
-    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(path, opts, providers=onnx_providers())

@@ -15,6 +15,7 @@ import weakref
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from kame_data import accelerator
 from kame_data.records import CONTINUATION_GAP, Dialogue, Reject, RenderedDialogue
 from kame_data.speech.config import GapConfig, QAConfig, SpeakConfig  # noqa: F401 - the stage's config types
 from kame_data.speech.renderer import DialogueRenderer
@@ -45,7 +46,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         self.dropped: set[str] = set()  # voices screening left out
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "run_gap": self.run_gap}
+        return {**super().identity(), "run_gap": self.run_gap, **accelerator.identity()}
 
     @property
     def renderer(self) -> DialogueRenderer:

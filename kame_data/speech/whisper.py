@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kame_data.accelerator import requested, whisper_device
 from kame_data.atomic import atomic_path
 from kame_data.audio import resample
 from kame_data.speech.cache import cache_root
@@ -76,15 +77,28 @@ def transcript(heard: list[HeardWord]) -> str:
 
 
 class WhisperAligner:
-    """faster-whisper on the bundled base model; one instance per process (loads ~150 MB)."""
+    """faster-whisper on the bundled base model; one instance per process (loads ~150 MB), on the
+    device the run asked for (kame_data/accelerator.py): int8 on the CPU, float16 on a GPU."""
 
     def __init__(self, threads: int | None = None):
         try:
             from faster_whisper import WhisperModel
         except ImportError as e:
             raise AlignerUnavailable("QA and the aligner need `pip install faster-whisper` (kame-data[qa])") from e
-        self.model = WhisperModel(str(whisper_model_dir()), device="cpu", compute_type="int8",
-                                  cpu_threads=threads or 0, num_workers=1)
+        device, compute_type = whisper_device()
+        try:
+            self.model = WhisperModel(str(whisper_model_dir()), device=device, compute_type=compute_type,
+                                      cpu_threads=threads or 0, num_workers=1)
+            if device != "cpu":  # CTranslate2 opens cuBLAS at the first product, not at load
+                list(self.model.transcribe(np.zeros(WHISPER_RATE, np.float32), language="en")[0])
+        except (RuntimeError, ValueError) as e:  # a GPU CTranslate2 sees but cannot use (cuBLAS missing, say)
+            if device == "cpu" or requested() == "cuda":
+                raise
+            log.warning("Whisper could not load on the GPU (%s); it runs on the CPU", e)
+            self.model = WhisperModel(str(whisper_model_dir()), device="cpu", compute_type="int8",
+                                      cpu_threads=threads or 0, num_workers=1)
+            device = "cpu"
+        self.device = device
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[HeardWord]:
         """Words Whisper hears in mono float audio, with its own timings (seconds)."""

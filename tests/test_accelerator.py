@@ -1,0 +1,76 @@
+"""The recipe's `device` (kame_data/accelerator.py): `auto` runs on the CPU where no GPU is usable and
+says so in the manifest; `cuda` there stops the run at its start with what to do, before any
+model loads; a placement on the CPU leaves the speech steps' identity as it was."""
+
+import json
+import subprocess
+
+import pytest
+import yaml
+
+from kame_data import accelerator
+from kame_data.speech.post import QualityStage
+from kame_data.speech.config import QualityConfig
+from tests.conftest import CLI, FIXTURES
+from tests.loopback_server import LoopbackServer
+
+GPU = accelerator._whisper_gpus() > 0 or accelerator._onnx_cuda()
+cpu_only = pytest.mark.skipif(GPU, reason="this machine has a GPU a speech model can use")
+
+
+def _recipe(tmp_path, device: str, base_url: str) -> str:
+    raw = {"name": "devices", "seed": 1, "device": device,
+           "sources": [{"kind": "gsm8k", "path": str(FIXTURES / "gsm8k_test_200.jsonl"), "limit": 1}],
+           "speak": {"assistant": {"engine": "espeak", "voice": "en-us"},
+                     "user": {"engine": "espeak", "voice": "en-us+f3"}, "workers": 1},
+           "oracle": {"backend": {"kind": "openai", "model": "loopback", "base_url": base_url}}}
+    path = tmp_path / f"{device}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return str(path)
+
+
+@cpu_only
+def test_auto_is_the_cpu_here_and_cuda_names_what_is_missing(monkeypatch):
+    monkeypatch.setenv(accelerator.ENV, "auto")
+    assert accelerator.placement() == {"requested": "auto", "whisper": "cpu", "onnx": "cpu"}
+    assert accelerator.whisper_device() == ("cpu", "int8")
+    assert accelerator.onnx_providers() == ["CPUExecutionProvider"]
+    monkeypatch.setenv(accelerator.ENV, "cuda")
+    with pytest.raises(accelerator.DeviceUnavailable, match="CTranslate2"):
+        accelerator.whisper_device()
+    with pytest.raises(accelerator.DeviceUnavailable, match="onnxruntime-gpu"):
+        accelerator.onnx_providers()
+    monkeypatch.setenv(accelerator.ENV, "gpu")
+    with pytest.raises(accelerator.DeviceUnavailable, match="auto, cpu, cuda"):
+        accelerator.requested()
+
+
+@cpu_only
+def test_a_cpu_placement_keeps_the_steps_identity(monkeypatch):
+    """Checkpoints made before `device` existed stay valid on the CPU."""
+    ids = {}
+    for device in ("cpu", "auto"):
+        monkeypatch.setenv(accelerator.ENV, device)
+        ids[device] = QualityStage(QualityConfig()).identity()
+    assert ids["cpu"] == ids["auto"] and "devices" not in ids["auto"]
+
+
+@cpu_only
+def test_a_run_records_where_its_models_ran_and_cuda_stops_before_any_work(tmp_path):
+    with LoopbackServer() as srv:
+        out = tmp_path / "auto"
+        r = subprocess.run(CLI + ["run", _recipe(tmp_path, "auto", srv.base_url), "--out", str(out), "-q"],
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode == 0, r.stderr[-3000:]
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["devices"] == {"requested": "auto", "whisper": "cpu", "onnx": "cpu"}
+        assert manifest["counts"]["samples"] == 1
+
+        calls = srv.calls
+        out = tmp_path / "cuda"
+        r = subprocess.run(CLI + ["run", _recipe(tmp_path, "cuda", srv.base_url), "--out", str(out), "-q"],
+                           capture_output=True, text=True, timeout=900)
+        assert r.returncode != 0
+        assert "device: cuda" in r.stderr and "device: auto" in r.stderr
+        assert not (out / "data").exists() and not (out / ".checkpoints").exists()
+        assert srv.calls == calls  # no oracle call either
