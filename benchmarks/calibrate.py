@@ -345,6 +345,8 @@ def main() -> None:
                                 **{k: v for k, v in stored.get("llamacpp", {}).get("script", {}).items()
                                    if k in ("fallback_rate", "fallback")}}},
         "yields": yields,
+        # measured on a GPU by benchmarks/gpu_speech_check.py, not here: a CPU calibration keeps it
+        **{k: stored[k] for k in ("qa_gpu",) if k in stored},
     }
     print(json.dumps(cal, indent=2))
     if args.write:

@@ -76,6 +76,7 @@ class Plan:
     voices: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> its pool as cast (_cast_summary)
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
     qa: float = 0.0  # share of the audio Whisper QA hears (speak.qa.sample, 0 with QA off)
+    device: str = "auto"  # the recipe's device: where Whisper may run
     projection: Projection | None = None
     # step -> part -> declared core-s per audio second (StepSpec.cost) of what the recipe switches on
     step_parts: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -88,7 +89,7 @@ class Plan:
         cal = calibration or load_calibration()
         cal = cal | {"speak_core_s_per_audio_s": _engine_rates(cal, self.speech_seconds, self.notes)}
         self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, self.qa, res, cal,
-                                  self.step_parts)
+                                  self.step_parts, self.device)
         return self.projection
 
     def cpu_hours(self) -> dict[str, float] | None:
@@ -235,7 +236,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
     backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
-                budget_usd=cfg.budget_usd, qa=speak.qa.sample if speak.qa.enabled else 0.0)
+                budget_usd=cfg.budget_usd, qa=speak.qa.sample if speak.qa.enabled else 0.0, device=recipe.device)
     plan.step_parts = _step_costs(cfg)
     plan.steps = [spec.name for spec, _ in cfg.specs()]
     engines: dict[str, dict[str, float]] = {}  # speaker -> engine -> expected share of its speech

@@ -155,13 +155,15 @@ def _with_setup(stage: str, work: float, basis: str, res: Resources, cal: dict[s
 
 
 def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,
-            res: Resources, cal: dict[str, Any], step_parts: dict[str, dict[str, float]] | None = None) -> Projection:
+            res: Resources, cal: dict[str, Any], step_parts: dict[str, dict[str, float]] | None = None,
+            device: str = "auto") -> Projection:
     """`role_seconds`: seconds of speech per engine name over the whole run; `llm`: per LLM stage
     its backend kind, calls and tokens (only stages that call an LLM); `qa`: the share of the audio
     Whisper QA hears (speak.qa.sample; 0 with QA off); `step_parts`: per step, the parts it switches
     on with their declared core-s per audio second (StepSpec.cost): a part named after its step is a
     CPU stage of its own (quality, acoustics), others add to their step's stage (the speak step's
-    variants, turn-taking, answer round-trip)."""
+    variants, turn-taking, answer round-trip); `device`: the recipe's (docs/design.md, "Devices"):
+    with GPUs and a measured `qa_gpu` rate, Whisper QA is a GPU stage plus the CPU share it keeps."""
     p = Projection(res)
     step_parts = step_parts or {}
     audio_s = sum(role_seconds.values())
@@ -175,9 +177,12 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
         p.stages.append(_llm_stage(script, s["kind"], s["calls"], s["tokens"], cal, res, p.notes))
         p.stages[-1].stage = f"{script} (LLM)"
     basis = " + ".join(f"{e} {cal['speak_core_s_per_audio_s'][e]:.3f}" for e in role_seconds)
+    gpu_qa = cal.get("qa_gpu") if qa and res.total_gpus and device != "cpu" else None
     if qa:
-        speak += audio_s * qa * cal["qa_core_s_per_audio_s"]
-        basis += f" + Whisper QA {cal['qa_core_s_per_audio_s']:.3f}" + (f" x {qa:g} sampled" if qa < 1 else "")
+        rate = cal["qa_core_s_per_audio_s"] * (gpu_qa["cpu_share"] if gpu_qa else 1.0)
+        speak += audio_s * qa * rate
+        basis += (f" + Whisper QA {rate:.3f}" + (f" (its CPU share beside the GPU, {gpu_qa['cpu_share']:.2f})" if gpu_qa else "")
+                  + (f" x {qa:g} sampled" if qa < 1 else ""))
     basis += " (calibration)"
     for part, declared in step_parts.get(speak_name, {}).items():
         rate, said = _part_rate(part, declared, cal)
@@ -185,6 +190,10 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
         basis += f" + {said}"
     speak, basis = _with_setup(speak_name, speak, f"core-s per audio-s: {basis}", res, cal)
     p.stages.append(StageTime(speak_name, "cpu", speak, speak / res.total_cores, basis))
+    if gpu_qa:
+        work = audio_s * qa * gpu_qa["gpu_s_per_audio_s"]
+        p.stages.append(StageTime(f"{speak_name}:whisper", "gpu", work, work / res.total_gpus,
+                                  f"GPU-s per audio-s: {gpu_qa['gpu_s_per_audio_s']:.3f}, measured: {gpu_qa['measured']}"))
     for step, parts in step_parts.items():
         if step == speak_name:
             continue
@@ -201,7 +210,10 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
                               + (f" (+ {cal['write_fixed_core_s']:.1f} s per run: the card)" if cal.get("write_fixed_core_s") else "")))
     if res.gpus and not any(s.resource == "gpu" for s in p.stages):
         p.notes.append("no stage of this recipe uses the GPUs (an embedded model runs on the CPU cores; "
-                       "a GPU backend such as vllm would)")
+                       "a GPU backend such as vllm would, and Whisper QA with device: auto)")
+    if gpu_qa:
+        p.notes.append("on the GPUs: Whisper QA (measured). The TTS engines and DNSMOS stay on the CPU rates: on a GPU "
+                       "(onnxruntime-gpu) they are unmeasured")
     p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}); "
                    "scaled linearly in cores and nodes")
     return p

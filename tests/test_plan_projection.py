@@ -44,6 +44,21 @@ def test_arithmetic_cpu_stages_share_the_cores_and_the_writer_has_one():
     assert "Whisper QA 0.100 x 0.25 sampled" in sampled.basis
 
 
+def test_whisper_qa_moves_to_the_gpus_where_measured_and_asked_for():
+    """device auto (or cuda) with GPUs: QA keeps its measured CPU share and adds a GPU stage; device
+    cpu, no GPUs, or no GPU rate in the calibration: QA stays whole on the cores."""
+    speech = {"piper": 3600.0}
+    cal = {**CAL, "qa_gpu": {"gpu_s_per_audio_s": 0.02, "cpu_share": 0.4, "measured": "on a test GPU"}}
+    on = {s.stage: s for s in project(10, speech, {}, 0.5, Resources(cores=4, gpus=2), cal).stages}
+    assert on["speak"].work == pytest.approx(3600 * 0.2 + 3600 * 0.5 * 0.1 * 0.4)
+    assert on["speak:whisper"].resource == "gpu" and on["speak:whisper"].work == pytest.approx(3600 * 0.5 * 0.02)
+    assert on["speak:whisper"].wall_s == pytest.approx(3600 * 0.5 * 0.02 / 2) and "on a test GPU" in on["speak:whisper"].basis
+    for res, c, device in ((Resources(cores=4, gpus=2), cal, "cpu"), (Resources(cores=4), cal, "auto"),
+                           (Resources(cores=4, gpus=2), CAL, "auto")):
+        off = {s.stage: s for s in project(10, speech, {}, 0.5, res, c, device=device).stages}
+        assert "speak:whisper" not in off and off["speak"].work == pytest.approx(3600 * 0.2 + 3600 * 0.5 * 0.1)
+
+
 def test_step_parts_use_the_calibration_where_it_measured_them():
     speech = {"piper": 1000.0}
     parts = {"speak": {"answer": 0.1}, "quality": {"quality": 0.05}, "acoustics": {"acoustics": 0.025}}

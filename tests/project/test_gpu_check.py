@@ -35,3 +35,31 @@ def test_gpu_check_runs_its_trainer_part_on_the_cpu_and_names_the_gpu_need(tmp_p
     r2 = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu"],
                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r2.returncode == 2 and "use --tiny" in r2.stderr
+
+
+def test_gpu_speech_check_measures_the_cpu_and_names_what_a_gpu_needs(tmp_path):
+    """benchmarks/gpu_speech_check.py on real piper speech: Whisper QA (packed, a failed turn heard
+    again alone) and DNSMOS on the CPU, each GPU row marked unmeasured with its reason; the clips it
+    saves read back for a machine without the TTS stack."""
+    from kame_data import accelerator
+
+    if accelerator._whisper_gpus() or accelerator._onnx_cuda():
+        pytest.skip("a GPU is here: run the script itself")
+    script = str(ROOT / "benchmarks" / "gpu_speech_check.py")
+    out, clips = tmp_path / "speech.json", tmp_path / "clips.npz"
+    r = subprocess.run([sys.executable, script, "--turns", "3", "--save-clips", str(clips), "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr[-3000:]
+    res = json.loads(out.read_text())
+    assert {(row["piece"], row["device"]) for row in res["rows"]} == {("tts joe", "cpu"), ("whisper QA", "cpu"),
+                                                                      ("DNSMOS", "cpu")}
+    assert all(row["cpu_per_audio_s"] > 0 and row["wall_per_audio_s"] > 0 for row in res["rows"])
+    assert res["audio_s"] > 5
+    assert "whisper on a GPU: unmeasured (CTranslate2 here sees no CUDA GPU)" in res["notes"]
+    assert any(n.startswith("DNSMOS on a GPU: unmeasured") and "onnxruntime-gpu" in n for n in res["notes"])
+    wer = next(n for n in res["notes"] if n.startswith("whisper on the CPU"))
+    assert float(wer.rsplit(" ", 1)[1]) <= 0.1  # piper's Joe, heard as QA hears it
+    r = subprocess.run([sys.executable, script, "--clips", str(clips), "--pieces", "dnsmos", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [row["piece"] for row in json.loads(out.read_text())["rows"]] == ["DNSMOS"]
