@@ -65,7 +65,9 @@ def _advise(console, outcomes) -> None:
     """What to do about each failed or skipped engine; exit 1 when a required one failed."""
     failed = [o for o in outcomes if o.failed and not o.check.optional]
     for o in outcomes:
-        if o.failed or o.status == "skipped":
+        if o.detail.startswith("DeviceUnavailable"):  # installed, but not where the recipe's device asks
+            console.print(f"{o.check.name}: {o.detail.partition(': ')[2]}", soft_wrap=True, markup=False)
+        elif o.failed or o.status == "skipped":
             console.print(f"{o.check.name}: {o.check.advice}", soft_wrap=True, markup=False)
     if failed:
         console.print(f"{len(failed)} engine(s) failed: {', '.join(o.check.name for o in failed)}", style="red",

@@ -57,6 +57,7 @@ def check_engine(opts: dict) -> str:
 
 
 def check_whisper(opts: dict) -> str:
+    from kame_data.accelerator import requested
     from kame_data.speech.voice import VoiceConfig, open_engine
     from kame_data.speech.whisper import (
         WhisperAligner,
@@ -66,11 +67,12 @@ def check_whisper(opts: dict) -> str:
     )
 
     syn = open_engine(VoiceConfig(), threads=1).synthesize(SENTENCE)  # the default voice, which Whisper hears well
-    heard = transcript(WhisperAligner(threads=1).transcribe(syn.audio, syn.sample_rate))
+    aligner = WhisperAligner(threads=1)
+    heard = transcript(aligner.transcribe(syn.audio, syn.sample_rate))
     wer = word_error_rate(normalise_words(SENTENCE), normalise_words(heard))
     if wer > 0.25:
         raise RuntimeError(f"heard {heard!r} for {SENTENCE!r} (WER {wer:.0%})")
-    return f"heard the test sentence back, WER {wer:.0%}"
+    return f"heard the test sentence back, WER {wer:.0%}, on the {aligner.device.upper()} (device: {requested()})"
 
 
 def check_conversation(opts: dict) -> str:
@@ -259,6 +261,7 @@ def recipe_options(recipe) -> dict[str, Any]:
                 opts.setdefault(key, value)
     if opts.get("model_path"):
         opts["model_path"] = str(recipe.resolve(opts["model_path"]))  # relative to the recipe, as in a run
+    opts["device"] = recipe.device  # where its speech models run (kame_data/accelerator.py)
     return opts
 
 
@@ -266,6 +269,10 @@ def _main(argv: list[str]) -> int:
     module, _, function = argv[0].partition(":")
     run = getattr(importlib.import_module(module), function)
     options = json.loads(argv[1] if len(argv) > 1 else "{}")
+    if options.get("device"):
+        from kame_data.accelerator import ENV
+
+        os.environ[ENV] = options["device"]  # the recipe's, as a run sets it
     try:
         detail, status = run(options), "ok"
     except Skip as e:

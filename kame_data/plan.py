@@ -220,8 +220,7 @@ def _oracle_load(words: list[Word], oracle: OracleConfig) -> tuple[int, int]:
 
 
 def plan_recipe(recipe: Recipe) -> Plan:
-    """The plan of a recipe; reads nothing but the recipe (and counts rows of local files
-    that have no quota or limit)."""
+    """The plan of a recipe; reads nothing but the recipe (and counts rows of unlimited local files)."""
     cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
     style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
     shares = {role: cast_shares(speak.pool(role), speak.balance) for role in (ASSISTANT, USER)}

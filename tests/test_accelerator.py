@@ -3,6 +3,7 @@ says so in the manifest; `cuda` there stops the run at its start with what to do
 model loads; a placement on the CPU leaves the speech steps' identity as it was."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -74,3 +75,18 @@ def test_a_run_records_where_its_models_ran_and_cuda_stops_before_any_work(tmp_p
         assert "device: cuda" in r.stderr and "device: auto" in r.stderr
         assert not (out / "data").exists() and not (out / ".checkpoints").exists()
         assert srv.calls == calls  # no oracle call either
+
+
+@cpu_only
+def test_the_doctor_checks_whisper_where_the_recipe_puts_it(tmp_path):
+    for device, ok in (("auto", True), ("cuda", False)):
+        recipe = _recipe(tmp_path, device, "http://127.0.0.1:9")  # the doctor calls no oracle
+        r = subprocess.run(CLI + ["doctor", "--recipe", recipe, "--only", "whisper"], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "COLUMNS": "250"})
+        assert (r.returncode == 0) == ok, r.stdout + r.stderr
+        if ok:
+            assert "on the CPU (device: auto)" in r.stdout
+        else:
+            # the speech models are installed: what to do is the device, not an install
+            assert "whisper: device: cuda, but" in r.stdout and "use device: auto" in r.stdout
+            assert "install the QA extra" not in r.stdout
