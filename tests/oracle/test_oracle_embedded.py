@@ -32,9 +32,10 @@ def _predictions(dialogues, batches, **backend):
 
 
 def test_answers_do_not_depend_on_instances_order_or_batching():
-    dialogues = sorted(fixture_dialogues(6), key=lambda r: len(r.words))[:3]  # the three shortest
-    one, summary = _predictions(dialogues, [[0, 1, 2]], instances=1, threads=1)
-    two, _ = _predictions(dialogues, [[2], [1, 0]], instances=2, threads=1)
+    # the two shortest (about a minute of CI each): one instance in one order, two in the other
+    dialogues = sorted(fixture_dialogues(6), key=lambda r: len(r.words))[:2]
+    one, summary = _predictions(dialogues, [[0, 1]], instances=1, threads=1)
+    two, _ = _predictions(dialogues, [[1], [0]], instances=2, threads=1)
     assert one == two
     assert summary["predictions"]["ok"] > 0 and summary["prompt_version"] and summary["calls"] > 0
 
