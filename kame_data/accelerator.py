@@ -13,15 +13,12 @@ runner sets the choice before it starts any of them; spawned processes inherit i
 from __future__ import annotations
 
 import functools
-import logging
 import os
 
 ENV = "KAME_DATA_DEVICE"
 CHOICES = ("auto", "cpu", "cuda")
 CPU = ["CPUExecutionProvider"]
 CUDA = ["CUDAExecutionProvider", "CPUExecutionProvider"]
-
-log = logging.getLogger(__name__)
 
 
 class DeviceUnavailable(RuntimeError):
@@ -90,4 +87,3 @@ def identity() -> dict[str, str]:
     differ from the CPU's, and a resumed run must not mix the two."""
     p = placement()
     return {} if p["whisper"] == p["onnx"] == "cpu" else {"devices": f"whisper:{p['whisper']},onnx:{p['onnx']}"}
-

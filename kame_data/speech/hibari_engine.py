@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kame_data.accelerator import onnx_providers
 from kame_data.speech.cache import cache_root
 from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
 from kame_data.speech.synthesis import Synthesis
@@ -51,8 +52,6 @@ class HibariEngine:
     def __init__(self, voice: str, threads: int | None = None, *, speed: float):
         try:
             import onnxruntime as ort
-
-            from kame_data.accelerator import onnx_providers
             from hibari import Hibari
             from hibari.voices import VOICES, voice_path
         except ImportError as e:

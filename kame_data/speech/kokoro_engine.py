@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kame_data.accelerator import onnx_providers
 from kame_data.speech.cache import cache_root
 from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
 from kame_data.speech.synthesis import Synthesis
@@ -85,8 +86,6 @@ class KokoroEngine:
     def __init__(self, voice: str, threads: int | None = None, *, speed: float):
         import onnxruntime as ort
         from hibari.g2p import G2P
-
-        from kame_data.accelerator import onnx_providers
 
         if voice not in VOICES:
             raise RuntimeError(f"Kokoro has no voice {voice!r}; the packaged ones are {', '.join(VOICES)}")

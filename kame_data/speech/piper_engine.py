@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kame_data.accelerator import onnx_providers
 from kame_data.atomic import atomic_path
 from kame_data.speech.cache import voice_cache
 from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
@@ -92,7 +93,6 @@ def _load_voice(model: Path, config: Path, threads: int | None = None):
     from piper.patch_voice_with_alignment import add_alignment_output
     from piper.voice import ESPEAK_DATA_DIR
 
-    from kame_data.accelerator import onnx_providers
     from kame_data.speech.onnx_noise import replace_random_normal
 
     graph = onnx.load(str(model))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kame_data.accelerator import onnx_providers
 from kame_data.audio import resample
 from kame_data.costs import piece
 from kame_data.records import CHANNEL, RenderedDialogue
@@ -173,8 +174,6 @@ def _load_dnsmos():
 
     import onnxruntime as ort
     from speechmos import dnsmos
-
-    from kame_data.accelerator import onnx_providers
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
