@@ -122,9 +122,10 @@ def main() -> None:
         np.savez_compressed(args.save_clips, texts=np.array(texts), rates=np.array([sr for _, sr in clips]),
                             **{f"a{i}": a for i, (a, _) in enumerate(clips)})
     audio_s = sum(len(a) / sr for a, sr in clips)
+    import onnxruntime as ort
     gpu_whisper, gpu_onnx = accelerator._whisper_gpus() > 0, accelerator._onnx_cuda()
     print(f"{len(clips)} turns, {audio_s:.1f} s of audio; CTranslate2 GPUs: {accelerator._whisper_gpus()}, "
-          f"onnxruntime providers: {', '.join(__import__('onnxruntime').get_available_providers())}")
+          f"onnxruntime providers: {', '.join(ort.get_available_providers())}")
     if "tts" in args.pieces and not args.clips:
         if gpu_onnx:
             _on("auto")

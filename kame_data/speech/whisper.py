@@ -85,20 +85,21 @@ class WhisperAligner:
             from faster_whisper import WhisperModel
         except ImportError as e:
             raise AlignerUnavailable("QA and the aligner need `pip install faster-whisper` (kame-data[qa])") from e
-        device, compute_type = whisper_device()
-        try:
-            self.model = WhisperModel(str(whisper_model_dir()), device=device, compute_type=compute_type,
-                                      cpu_threads=threads or 0, num_workers=1)
-            if device != "cpu":  # CTranslate2 opens cuBLAS at the first product, not at load
+        self.device, compute_type = whisper_device()
+        if self.device != "cpu":
+            try:
+                self.model = WhisperModel(str(whisper_model_dir()), device=self.device, compute_type=compute_type,
+                                          num_workers=1)
+                # CTranslate2 opens cuBLAS at the first product, not at load
                 list(self.model.transcribe(np.zeros(WHISPER_RATE, np.float32), language="en")[0])
-        except (RuntimeError, ValueError) as e:  # a GPU CTranslate2 sees but cannot use (cuBLAS missing, say)
-            if device == "cpu" or requested() == "cuda":
-                raise
-            log.warning("Whisper could not load on the GPU (%s); it runs on the CPU", e)
-            self.model = WhisperModel(str(whisper_model_dir()), device="cpu", compute_type="int8",
-                                      cpu_threads=threads or 0, num_workers=1)
-            device = "cpu"
-        self.device = device
+                return
+            except (RuntimeError, ValueError) as e:  # a GPU CTranslate2 sees but cannot use (no cuBLAS, say)
+                if requested() == "cuda":
+                    raise
+                log.warning("Whisper could not load on the GPU (%s); it runs on the CPU", e)
+                self.device, compute_type = "cpu", "int8"
+        self.model = WhisperModel(str(whisper_model_dir()), device="cpu", compute_type=compute_type,
+                                  cpu_threads=threads or 0, num_workers=1)
 
     def transcribe(self, audio: np.ndarray, sample_rate: int) -> list[HeardWord]:
         """Words Whisper hears in mono float audio, with its own timings (seconds)."""
