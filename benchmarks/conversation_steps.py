@@ -62,14 +62,14 @@ def run(tmp: Path, name: str, items: int, speak: dict, base_url: str) -> dict:
 def screening_seconds(voice: str = "heart-m") -> float:
     """Seconds to screen one voice over 4 sentences (loads excluded)."""
     from kame_data.speech.voice import open_engine
-    from kame_data.speech.screen import voice_wer
+    from kame_data.speech.screen import ScreenConfig, voice_wers
     from kame_data.speech.voices import BUNDLED
     from kame_data.speech.whisper import WhisperAligner
 
     engine, aligner = open_engine(BUNDLED[voice], 1), WhisperAligner(1)
     engine.synthesize("warm up")
     t = time.perf_counter()
-    voice_wer(engine, aligner, 4)
+    voice_wers([engine], aligner, ScreenConfig(sentences=4))
     return time.perf_counter() - t
 
 

@@ -38,7 +38,7 @@ from kame_data.speech.config import SpeakConfig
 from kame_data.speech.live import add_backchannels, plan_barge_ins, render_clip, reply_gaps
 from kame_data.speech.mix import loudness_normalise, mix_turns
 from kame_data.speech.pauses import long_gaps, pause_kinds, shape_pauses, untangle_overlaps
-from kame_data.speech.screen import voice_wer
+from kame_data.speech.screen import voice_wers
 from kame_data.speech.synthesis import TTSEngine
 from kame_data.speech.text_checks import unspeakable
 from kame_data.speech.turn_qa import Turn, finish_turn, qa_failure
@@ -92,11 +92,11 @@ class DialogueRenderer:
 
             self.aligner = WhisperAligner(threads)
 
-    def voice_wer(self, voice: VoiceConfig) -> float:
-        """A loaded voice's median WER on the screening sentences."""
+    def voice_wers(self, voices: list[VoiceConfig]) -> list[float]:
+        """Loaded voices' median WERs on the screening sentences (screen.voice_wers)."""
         c = self.cfg
         with piece("speak.screen", whole_process=True):
-            return voice_wer(self.engines[voice], self.aligner, c.screen.sentences, c.sample_rate, c.target_dbfs)
+            return voice_wers([self.engines[v] for v in voices], self.aligner, c.screen, c.sample_rate, c.target_dbfs)
 
     def candidates(self, dialogue_id: str, role: str) -> list[VoiceConfig]:
         """The role's pool (less voices screening left out), starting at the voice this dialogue

@@ -18,6 +18,7 @@ from kame_data.audio import resample
 from kame_data.config_schema import Schema
 from kame_data.speech.limits import AtLeastZero
 from kame_data.speech.mix import loudness_normalise
+from kame_data.speech.variants import VariantEngine
 from kame_data.text import to_spoken
 
 log = logging.getLogger(__name__)
@@ -90,22 +91,93 @@ def read_aloud(engine, aligner, text: str, sample_rate: int = 24000,
     return said.wer, said.audio
 
 
-def voice_wer(engine, aligner, sentences: int, sample_rate: int = 24000, target_dbfs: float = -20.0) -> float:
-    """Median WER of one voice over the first `sentences` screening sentences."""
-    wers = [read_aloud(engine, aligner, text, sample_rate, target_dbfs)[0] for text in SENTENCES[: max(1, sentences)]]
-    return round(float(np.median(wers)), 4)
+def voice_wers(engines: list, aligner, screen: ScreenConfig, sample_rate: int = 24000,
+               target_dbfs: float = -20.0) -> list[float]:
+    """Each engine's median WER over the first `screen.sentences` screening sentences.
+
+    The verdicts of every sentence read to Whisper alone, for less work:
+    - variants of one voice (and the voice itself) share the base engine's synthesis of a sentence:
+      a variant's audio is the base's, changed (variants.py), and a neural base is the costly part;
+    - a voice's sentences are heard together in one Whisper window (`transcribe_many`) rather than
+      one 30 s pass each. A voice that fails as heard in company has its sentences above the bound
+      heard again alone, so hearing them together never fails a voice that alone would pass;
+    - a voice reads just over half of its sentences first, and the rest only when they could still
+      move the median: once one WER value holds more than half of all the sentences, it is the
+      median whatever the others say (`_median_known`)."""
+    texts = [to_spoken(t) for t in SENTENCES[: max(1, screen.sentences)]]
+    said: dict[tuple[int, str], object] = {}  # (base engine, text) -> its synthesis, shared by variants
+    return [_screen_voice(engine, texts, said, aligner, screen.max_wer, sample_rate, target_dbfs) for engine in engines]
 
 
-def screen_pools(cfg, wers_of: Callable[[list], list[float]]) -> tuple[dict[str, float], set[str]]:
+def _median_known(wers: list[float], n: int) -> bool:
+    """Whether the median of `n` values is already fixed by these: one value held by more than half
+    of them is the median (and the middle pair, for an even `n`) whatever the rest are."""
+    return len(wers) == n or max(wers.count(w) for w in wers) > n / 2
+
+
+def _screen_voice(engine, texts: list[str], said: dict, aligner, max_wer: float, sample_rate: int,
+                  target_dbfs: float) -> float:
+    """One voice's median WER (see voice_wers)."""
+    from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
+
+    def wer(text: str, words: list) -> float:
+        return word_error_rate(normalise_words(text), normalise_words(transcript(words)))
+
+    base = engine.base if isinstance(engine, VariantEngine) else engine
+    heard: list[list] = []  # [text, audio, WER, heard alone]
+
+    def hear(batch: list[str]) -> None:
+        clips = []
+        for text in batch:
+            if (id(base), text) not in said:
+                said[id(base), text] = base.synthesize(text)
+            syn = said[id(base), text]
+            syn = engine.vary(syn) if base is not engine else syn
+            clips.append(loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs))
+        for text, audio, words in zip(batch, clips, aligner.transcribe_many([(a, sample_rate) for a in clips])):
+            heard.append([text, audio, wer(text, words), len(batch) == 1])
+
+    n = len(texts)
+    hear(texts[: n // 2 + 1])
+    while True:
+        wers = [h[2] for h in heard]
+        if not _median_known(wers, n):
+            hear(texts[len(heard):])
+            continue
+        median = float(np.median(wers)) if len(wers) == n else max(wers, key=wers.count)
+        in_company = [h for h in heard if not h[3] and h[2] > max_wer]
+        if median <= max_wer or not in_company:
+            return round(median, 4)
+        for h in in_company:  # fails as heard in company: those sentences alone decide
+            h[2], h[3] = wer(h[0], aligner.transcribe(h[1], sample_rate)), True
+
+
+def screening_groups(voices: list) -> list[list[int]]:
+    """Indices of `voices` grouped by the engine voice they are made from (a voice and its variants
+    share that engine's synthesis: one task each), costliest group first so that no worker is left
+    with a neural voice's group at the end while the others wait."""
+    groups: dict = {}
+    for i, v in enumerate(voices):
+        groups.setdefault(v.base, []).append(i)
+    # in piper's units: the base's synthesis once (engine_spec.relative_cost), then each voice heard
+    # by Whisper, which costs about what piper does per second of audio (packed)
+    cost = {base: (base.spec.relative_cost or 1.0) + len(ix) for base, ix in groups.items()}
+    return [groups[b] for b in sorted(groups, key=lambda b: -cost[b])]
+
+
+def screen_pools(cfg, wers_of: Callable[[list[list]], list[list[float]]]) -> tuple[dict[str, float], set[str]]:
     """({voice label: median WER}, labels left out) for every voice of a SpeakConfig's pools;
-    `wers_of` measures a list of voices (in this process or in worker processes). A role with no
-    voice left is an error: the run could render nothing."""
+    `wers_of` measures groups of voices (`screening_groups`: in this process or in worker
+    processes), each group's WERs in its order. A role with no voice left is an error: the run could
+    render nothing."""
     voices = cfg.voices
     known = {v: _cached(v, cfg.screen.sentences) for v in voices}
     misses = [v for v, w in known.items() if w is None]
-    for v, w in zip(misses, wers_of(misses) if misses else []):
-        known[v] = w
-        _store(v, cfg.screen.sentences, w)
+    groups = screening_groups(misses)
+    for group, wers in zip(groups, wers_of([[misses[i] for i in g] for g in groups]) if misses else []):
+        for i, w in zip(group, wers):
+            known[misses[i]] = w
+            _store(misses[i], cfg.screen.sentences, w)
     screened = {v.label: known[v] for v in voices}
     dropped = {k for k, w in screened.items() if w > cfg.screen.max_wer}
     log.info("speak: voice screening (median WER) %s; left out: %s", screened, ", ".join(sorted(dropped)) or "none")

@@ -46,8 +46,8 @@ def render_in_worker(dialogue: Dialogue, dropped: frozenset = frozenset()) -> Re
         costs.flush()  # a spawned worker may be stopped without running atexit
 
 
-def screen_in_worker(voice: VoiceConfig) -> float:
+def screen_in_worker(voices: list[VoiceConfig]) -> list[float]:
     try:
-        return _loaded().voice_wer(voice)
+        return _loaded().voice_wers(voices)
     finally:
         costs.flush()

@@ -135,7 +135,7 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self.screened, self.dropped = screen_pools(self.cfg, lambda vs: list(self._executor.map(screen_in_worker, vs)))
         else:
             self.renderer.load()
-            self.screened, self.dropped = screen_pools(self.cfg, lambda vs: [self.renderer.voice_wer(v) for v in vs])
+            self.screened, self.dropped = screen_pools(self.cfg, lambda groups: [self.renderer.voice_wers(g) for g in groups])
             self.renderer.dropped = self.dropped
 
     def summary(self) -> dict:

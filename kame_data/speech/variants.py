@@ -48,5 +48,9 @@ class VariantEngine:
         self.change = (formant_shift, pitch_median, pitch_range)
 
     def synthesize(self, text: str) -> Synthesis:
-        syn = self.base.synthesize(text)
+        return self.vary(self.base.synthesize(text))
+
+    def vary(self, syn: Synthesis) -> Synthesis:
+        """The base engine's synthesis spoken by this variant (so several variants of one voice can
+        share one synthesis of a text: voice screening)."""
         return Synthesis(change_voice(syn.audio, syn.sample_rate, *self.change), syn.sample_rate, syn.spans)
