@@ -98,15 +98,49 @@ def voice_wers(engines: list, aligner, screen: ScreenConfig, sample_rate: int = 
     The verdicts of every sentence read to Whisper alone, for less work:
     - variants of one voice (and the voice itself) share the base engine's synthesis of a sentence:
       a variant's audio is the base's, changed (variants.py), and a neural base is the costly part;
-    - a voice's sentences are heard together in one Whisper window (`transcribe_many`) rather than
-      one 30 s pass each. A voice that fails as heard in company has its sentences above the bound
-      heard again alone, so hearing them together never fails a voice that alone would pass;
+    - the sentences are heard together, as many as fit one Whisper window (`transcribe_many`),
+      rather than one 30 s pass each. A voice that fails as heard in company has its sentences above
+      the bound heard again alone, so hearing them together never fails a voice that alone would pass;
     - a voice reads just over half of its sentences first, and the rest only when they could still
       move the median: once one WER value holds more than half of all the sentences, it is the
       median whatever the others say (`_median_known`)."""
+    from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
+
+    def wer(text: str, words: list) -> float:
+        return word_error_rate(normalise_words(text), normalise_words(transcript(words)))
+
     texts = [to_spoken(t) for t in SENTENCES[: max(1, screen.sentences)]]
+    n = len(texts)
     said: dict[tuple[int, str], object] = {}  # (base engine, text) -> its synthesis, shared by variants
-    return [_screen_voice(engine, texts, said, aligner, screen.max_wer, sample_rate, target_dbfs) for engine in engines]
+    heard: list[list[list]] = [[] for _ in engines]  # per voice: [text, audio, WER, heard alone]
+
+    def speak(engine, text: str) -> np.ndarray:
+        base = engine.base if isinstance(engine, VariantEngine) else engine
+        if (id(base), text) not in said:
+            said[id(base), text] = base.synthesize(text)
+        syn = said[id(base), text]
+        syn = engine.vary(syn) if base is not engine else syn
+        return loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs)
+
+    def hear(jobs: list[tuple[int, str]]) -> None:
+        clips = [speak(engines[v], text) for v, text in jobs]
+        for (v, text), audio, words in zip(jobs, clips, aligner.transcribe_many([(a, sample_rate) for a in clips])):
+            heard[v].append([text, audio, wer(text, words), len(jobs) == 1])
+
+    hear([(v, text) for v in range(len(engines)) for text in texts[: n // 2 + 1]])
+    while True:
+        rest = [(v, text) for v, h in enumerate(heard) if not _median_known([x[2] for x in h], n)
+                for text in texts[len(h):]]
+        if rest:
+            hear(rest)
+            continue
+        medians = [_median([x[2] for x in h], n) for h in heard]
+        # a voice failing as heard in company: its sentences above the bound, alone, decide
+        again = [x for h, m in zip(heard, medians) if m > screen.max_wer for x in h if not x[3] and x[2] > screen.max_wer]
+        if not again:
+            return [round(m, 4) for m in medians]
+        for x in again:
+            x[2], x[3] = wer(x[0], aligner.transcribe(x[1], sample_rate)), True
 
 
 def _median_known(wers: list[float], n: int) -> bool:
@@ -115,41 +149,9 @@ def _median_known(wers: list[float], n: int) -> bool:
     return len(wers) == n or max(wers.count(w) for w in wers) > n / 2
 
 
-def _screen_voice(engine, texts: list[str], said: dict, aligner, max_wer: float, sample_rate: int,
-                  target_dbfs: float) -> float:
-    """One voice's median WER (see voice_wers)."""
-    from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
-
-    def wer(text: str, words: list) -> float:
-        return word_error_rate(normalise_words(text), normalise_words(transcript(words)))
-
-    base = engine.base if isinstance(engine, VariantEngine) else engine
-    heard: list[list] = []  # [text, audio, WER, heard alone]
-
-    def hear(batch: list[str]) -> None:
-        clips = []
-        for text in batch:
-            if (id(base), text) not in said:
-                said[id(base), text] = base.synthesize(text)
-            syn = said[id(base), text]
-            syn = engine.vary(syn) if base is not engine else syn
-            clips.append(loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs))
-        for text, audio, words in zip(batch, clips, aligner.transcribe_many([(a, sample_rate) for a in clips])):
-            heard.append([text, audio, wer(text, words), len(batch) == 1])
-
-    n = len(texts)
-    hear(texts[: n // 2 + 1])
-    while True:
-        wers = [h[2] for h in heard]
-        if not _median_known(wers, n):
-            hear(texts[len(heard):])
-            continue
-        median = float(np.median(wers)) if len(wers) == n else max(wers, key=wers.count)
-        in_company = [h for h in heard if not h[3] and h[2] > max_wer]
-        if median <= max_wer or not in_company:
-            return round(median, 4)
-        for h in in_company:  # fails as heard in company: those sentences alone decide
-            h[2], h[3] = wer(h[0], aligner.transcribe(h[1], sample_rate)), True
+def _median(wers: list[float], n: int) -> float:
+    """The median of `n` values of which these (`_median_known`) are heard."""
+    return float(np.median(wers)) if len(wers) == n else max(wers, key=wers.count)
 
 
 def screening_groups(voices: list) -> list[list[int]]:
