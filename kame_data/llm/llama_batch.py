@@ -6,7 +6,8 @@ next token of eight chains at once reads them once for eight rows.
 
 Same answers: each chain replays exactly what `llama_worker.complete_chain` does with one sequence
 (`Llama.create_completion` on a KV cache that keeps the previous prompt): the shared messages
-evaluated alone from an empty sequence, then each prompt's new tokens in chunks of `n_batch`, from
+evaluated alone from an empty sequence (once, in a template stream whose KV each chain's sequence
+copies: the same floats, without paying the few-shot prompt once per sequence), then each prompt's new tokens in chunks of `n_batch`, from
 the longest prefix the sequence already holds; then tokens sampled by the same sampler chain with
 the request's seed, stopped at EOS, at a newline, or at max_tokens. The context keeps one KV stream
 per sequence (`kv_unified = False`) and a prompt chunk is decoded alone, so a sequence's floats do
@@ -59,9 +60,9 @@ class BatchedDecoder:
         self.llm, self.n_ctx = llm, n_ctx
         self.n_batch = llm.n_batch
         params = self._base_params(llm)
-        params.n_ctx = n_ctx * slots  # one stream of n_ctx per sequence
+        params.n_ctx = n_ctx * (slots + 1)  # one stream of n_ctx per sequence, and the template's
         params.n_batch = params.n_ubatch = self.n_batch  # a step is never split behind our back
-        params.n_seq_max = slots
+        params.n_seq_max = slots + 1
         params.kv_unified = False
         params.n_threads = params.n_threads_batch = threads
         self._llama_cpp = llama_cpp
@@ -69,6 +70,7 @@ class BatchedDecoder:
         self.memory = llama_cpp.llama_get_memory(self.ctx.ctx)
         self.batch = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self.sequences = [_Sequence(i) for i in range(slots)]
+        self.template = _Sequence(slots)  # the shared messages evaluated alone, copied to each chain's start
 
     @staticmethod
     def _base_params(llm):
@@ -108,7 +110,10 @@ class BatchedDecoder:
                     del s.tokens[len(prefix):]  # its KV goes with the next evaluation's cut
                 else:
                     self._forget(s, 0)
-                    if prefix:
+                    if prefix and self.template.start == prefix:  # the same floats, copied
+                        self._llama_cpp.llama_memory_seq_cp(self.memory, self.template.seq, s.seq, -1, -1)
+                        s.tokens = list(prefix)
+                    elif prefix:
                         yield from self._evaluate(s, list(prefix))
                     s.start = prefix
             elif s.start is not None and tuple(prompt[: len(s.start)]) != s.start:
@@ -151,8 +156,28 @@ class BatchedDecoder:
 
     # --- the driver: every waiting chain's next step in one decode ---------------------------
 
+    def _fill_template(self, prefix: tuple[int, ...]) -> None:
+        """The template stream holds `prefix` evaluated alone from empty, in chunks of n_batch (as
+        `_evaluate` would on a chain's own sequence), so a chain starts from a copy of its KV instead
+        of evaluating the shared messages again. Filled between calls only: a copy is carried out at
+        the next decode, and every chain decodes after its copy, so none is pending here."""
+        t = self.template
+        if t.start == prefix:
+            return
+        self._forget(t, 0)
+        t.start = None
+        for i in range(0, len(prefix), self.n_batch):
+            chunk = list(prefix[i: i + self.n_batch])
+            self._decode([(t, (chunk, False))])
+            t.tokens.extend(chunk)
+        t.start = prefix
+
     def complete_chains(self, chains: list[list[ChatRequest]], tokenize: Tokenize) -> list[list[ChatResult]]:
         """Answers per chain; chains wait for a free sequence in the order given."""
+        if chains and chains[0]:
+            prompt, shared = tokenize(chains[0][0])
+            if shared:
+                self._fill_template(tuple(prompt[:shared]))
         results: list[list[ChatResult] | None] = [None] * len(chains)
         waiting = deque(range(len(chains)))
         running: dict[int, tuple[int, Generator, Step]] = {}  # seq -> (chain index, its steps, next step)
@@ -178,16 +203,17 @@ class BatchedDecoder:
             # sequence's next token together (at most `slots` <= n_batch tokens).
             chunks = [seq for seq in sorted(running) if len(running[seq][2][0]) > 1]
             taken = chunks[:1] or sorted(running)
-            rows = self._decode([(seq, running[seq][2]) for seq in taken])
+            rows = self._decode([(self.sequences[seq], running[seq][2]) for seq in taken])
             for seq in taken:
                 index, steps, _ = running[seq]
                 advance(seq, index, steps, rows[seq])
         return results  # type: ignore[return-value]
 
-    def _decode(self, steps: list[tuple[int, Step]]) -> dict[int, int]:
+    def _decode(self, steps: list[tuple[_Sequence, Step]]) -> dict[int, int]:
+        """One llama_decode of each sequence's step; the logits row of each sequence id."""
         b, at, rows = self.batch, 0, {}
-        for seq, (tokens, logits) in steps:
-            start = len(self.sequences[seq].tokens)
+        for s, (tokens, logits) in steps:
+            seq, start = s.seq, len(s.tokens)
             for k, t in enumerate(tokens):
                 b.token[at] = t
                 b.pos[at] = start + k

@@ -63,3 +63,29 @@ def test_a_batched_context_with_other_kernels_is_caught_at_load(monkeypatch):
     assert llama_worker.batch_note().startswith("batched decoding off: on this build and CPU it answered")
     chains = llama_worker._check_chains()
     assert llama_worker.complete_chains(chains) == [llama_worker.complete_chain(c) for c in chains]
+
+
+@pytest.mark.slow
+def test_the_shared_messages_are_evaluated_once_per_call_not_once_per_sequence(monkeypatch):
+    """Each chain starts from a copy of the template stream's KV (the few-shot prompt, ~360
+    tokens): decoded once for all sequences, with the answers of one chain at a time."""
+    for name in ("_LLM", "_FORMAT", "_START", "_BATCHED", "_BATCH_NOTE", "_LOAD_ERROR"):
+        monkeypatch.setattr(llama_worker, name, getattr(llama_worker, name))
+    llama_worker.load(str(embedded_model_path()), 2048, 1, sequences=1)
+    chains = [chain[:2] for chain in oracle_chains(3, 2)]
+    alone = [llama_worker.complete_chain(c) for c in chains]
+    decoder = BatchedDecoder(llama_worker._LLM, 3, 2048, 1)
+    decoded = []
+    real = decoder._decode
+    monkeypatch.setattr(decoder, "_decode", lambda steps: decoded.extend(len(t) for _, (t, _) in steps) or real(steps))
+    try:
+        together = decoder.complete_chains(chains, llama_worker._tokenize)
+    finally:
+        decoder.close()
+    assert together == alone
+    prompts = [llama_worker._tokenize(r) for chain in chains for r in chain]
+    shared = prompts[0][1]
+    assert shared > 200 and all(p[1] == shared for p in prompts)
+    # the shared messages once; then each request's own tokens and its answer's
+    own = sum(len(p) - shared for p, _ in prompts) + sum(r.completion_tokens for c in together for r in c)
+    assert shared <= sum(decoded) <= shared + own, (sum(decoded), shared, own)
