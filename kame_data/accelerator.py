@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Callable
 
 ENV = "KAME_DATA_DEVICE"
+# "cpu" where the run's probe found that Whisper cannot compute on the GPU CTranslate2 sees (no
+# cuBLAS, say): every process, the manifest and the step identity then say the CPU (`settle`).
+WHISPER_ENV = "KAME_DATA_WHISPER_DEVICE"
 CHOICES = ("auto", "cpu", "cuda")
 CPU = ["CPUExecutionProvider"]
 CUDA = ["CUDAExecutionProvider", "CPUExecutionProvider"]
@@ -55,12 +59,29 @@ def _onnx_cuda() -> bool:
 def whisper_device() -> tuple[str, str]:
     """(device, compute_type) for faster-whisper: float16 on a GPU, int8 on the CPU."""
     want = requested()
-    if want != "cpu" and _whisper_gpus() > 0:
+    if want != "cpu" and _whisper_gpus() > 0 and os.environ.get(WHISPER_ENV) != "cpu":
         return "cuda", "float16"
     if want == "cuda":
         raise DeviceUnavailable("device: cuda, but CTranslate2 (Whisper) sees no CUDA GPU: check the driver, "
                                 "or use device: auto to run Whisper on the CPU")
     return "cpu", "int8"
+
+
+def settle(whisper_gpu_error: Callable[[], str]) -> str:
+    """Decide, once, before any step or worker loads a model, whether Whisper runs on the GPU:
+    CTranslate2 counts a GPU it may not be able to use (it opens cuBLAS at the first product, not at
+    load), so `whisper_gpu_error` tries it ('' when it works). A GPU Whisper cannot use puts it on
+    the CPU for the whole run, in every process (WHISPER_ENV, inherited), and the manifest and step
+    identity say so; with `device: cuda` it is an error. Returns the error ('' when none)."""
+    os.environ.pop(WHISPER_ENV, None)
+    if whisper_device()[0] == "cpu":
+        return ""
+    error = whisper_gpu_error()
+    if error:
+        if requested() == "cuda":
+            raise DeviceUnavailable(f"device: cuda, but Whisper cannot run on the GPU CTranslate2 sees: {error}")
+        os.environ[WHISPER_ENV] = "cpu"
+    return error
 
 
 def onnx_providers() -> list[str]:

@@ -57,6 +57,30 @@ def test_a_cpu_placement_keeps_the_steps_identity(monkeypatch):
 
 
 @cpu_only
+def test_a_gpu_whisper_cannot_use_puts_it_on_the_cpu_everywhere_the_run_looks(monkeypatch):
+    """CTranslate2 may count a GPU it cannot compute on (seen on a CUDA 13 machine: no cuBLAS 12).
+    Made to count one here, it really fails on the GPU it lacks: the run's probe then puts Whisper on
+    the CPU for every process (the environment), the manifest's placement and the step identity;
+    with `device: cuda` the same probe is an error."""
+    from kame_data.speech import whisper
+
+    monkeypatch.setattr(accelerator, "_whisper_gpus", lambda: 1)
+    monkeypatch.delenv(accelerator.WHISPER_ENV, raising=False)
+    monkeypatch.setenv(accelerator.ENV, "auto")
+    assert accelerator.whisper_device() == ("cuda", "float16")  # what CTranslate2's count alone says
+    error = accelerator.settle(whisper.gpu_error)
+    assert error and os.environ[accelerator.WHISPER_ENV] == "cpu"
+    assert accelerator.whisper_device() == ("cpu", "int8")
+    assert accelerator.placement()["whisper"] == "cpu" and accelerator.identity() == {}
+    assert whisper.WhisperAligner(1).device == "cpu"  # a worker process inherits the decision
+    monkeypatch.setenv(accelerator.ENV, "cuda")
+    with pytest.raises(accelerator.DeviceUnavailable, match="Whisper cannot run on the GPU"):
+        accelerator.settle(whisper.gpu_error)
+    monkeypatch.setenv(accelerator.ENV, "cpu")
+    assert accelerator.settle(whisper.gpu_error) == "" and accelerator.WHISPER_ENV not in os.environ
+
+
+@cpu_only
 def test_a_run_records_where_its_models_ran_and_cuda_stops_before_any_work(tmp_path):
     with LoopbackServer() as srv:
         out = tmp_path / "auto"

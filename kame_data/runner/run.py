@@ -165,6 +165,11 @@ def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None
         register_secret(os.environ.get(backend.api_key_env))  # never in a log, progress.json or card
     try:
         try:
+            from kame_data.speech import whisper
+
+            error = accelerator.settle(whisper.gpu_error)
+            if error:
+                log.warning("Whisper cannot run on the GPU CTranslate2 sees (%s): it runs on the CPU", error)
             accelerator.placement()
         except accelerator.DeviceUnavailable as e:
             raise RunError(str(e)) from None
@@ -200,6 +205,7 @@ def _run_recipe(config: RunConfig, out_dir: str | Path, limit: int | None = None
             cache.close()
         faulthandler.disable()
         os.environ.pop(FAULT_LOG_ENV, None)
+        os.environ.pop(accelerator.WHISPER_ENV, None)
         if device_before is None:
             os.environ.pop(accelerator.ENV, None)
         else:

@@ -76,6 +76,28 @@ def transcript(heard: list[HeardWord]) -> str:
     return "".join(h.word for h in heard).strip()
 
 
+def _on_gpu(compute_type: str):
+    """The model on the GPU, tried on a second of silence: CTranslate2 opens cuBLAS at the first
+    product, not at load, so a GPU it sees but cannot use fails here rather than mid-run."""
+    from faster_whisper import WhisperModel
+
+    model = WhisperModel(str(whisper_model_dir()), device="cuda", compute_type=compute_type, num_workers=1)
+    list(model.transcribe(np.zeros(WHISPER_RATE, np.float32), language="en")[0])
+    return model
+
+
+def gpu_error() -> str:
+    """'' when Whisper computes on the GPU, else why not (for `accelerator.settle`, in the driver)."""
+    try:
+        model = _on_gpu("float16")
+    except ImportError as e:
+        return f"faster-whisper is not installed ({e})"
+    except (RuntimeError, ValueError) as e:
+        return str(e)
+    del model
+    return ""
+
+
 class WhisperAligner:
     """faster-whisper on the bundled base model; one instance per process (loads ~150 MB), on the
     device the run asked for (kame_data/accelerator.py): int8 on the CPU, float16 on a GPU."""
@@ -88,10 +110,7 @@ class WhisperAligner:
         self.device, compute_type = whisper_device()
         if self.device != "cpu":
             try:
-                self.model = WhisperModel(str(whisper_model_dir()), device=self.device, compute_type=compute_type,
-                                          num_workers=1)
-                # CTranslate2 opens cuBLAS at the first product, not at load
-                list(self.model.transcribe(np.zeros(WHISPER_RATE, np.float32), language="en")[0])
+                self.model = _on_gpu(compute_type)
                 return
             except (RuntimeError, ValueError) as e:  # a GPU CTranslate2 sees but cannot use (no cuBLAS, say)
                 if requested() == "cuda":
