@@ -37,7 +37,8 @@ class BackendConfig:
     threads: AtLeastOne | None = operational(None)  # llamacpp: threads per model instance (default: cores / instances)
     instances: AtLeastOne | None = operational(None)  # llamacpp: model instances, each in its own process (default: one per core)
     # llamacpp: chains one instance decodes together in one llama.cpp batch; the answers are the same (checked when the
-    # model loads, else it decodes one at a time); 1 (default): on a 2-core AVX2 machine 8 together measured 0.95x
+    # model loads, else it decodes one at a time); 1 (default): on a 2-core AVX2 machine 8 together gave 1.14x with 16
+    # dialogues' chains per call, but 0.9x on the quickstart (two chains per instance: a 2-sequence decode costs more)
     sequences: AtLeastOne = operational(1)
     concurrency: AtLeastOne = operational(32)  # openai: requests in flight at once
     timeout: Positive = operational(30.0)  # seconds one attempt may take in all: connecting, sending, the whole answer
