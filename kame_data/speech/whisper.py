@@ -89,12 +89,11 @@ def _on_gpu(compute_type: str):
 def gpu_error() -> str:
     """'' when Whisper computes on the GPU, else why not (for `accelerator.settle`, in the driver)."""
     try:
-        model = _on_gpu("float16")
+        _on_gpu("float16")  # loaded, tried and let go: the workers load their own
     except ImportError as e:
         return f"faster-whisper is not installed ({e})"
     except (RuntimeError, ValueError) as e:
         return str(e)
-    del model
     return ""
 
 
