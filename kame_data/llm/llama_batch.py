@@ -2,16 +2,18 @@
 `llama_decode` per step for all of them (docs/design.md, "The embedded simulator").
 
 Why: a 135M model decoding one token reads every weight for one row of activations; decoding the
-next token of eight chains at once reads them once for eight rows.
+next token of eight chains at once reads them once for eight rows. Where the decode is bound by
+arithmetic instead (a 2-core AVX2 CPU with Q4_1 weights), it gains little: see docs/design.md.
 
 Same answers: each chain replays exactly what `llama_worker.complete_chain` does with one sequence
 (`Llama.create_completion` on a KV cache that keeps the previous prompt): the shared messages
-evaluated alone from an empty sequence (once, in a template stream whose KV each chain's sequence
-copies: the same floats, without paying the few-shot prompt once per sequence), then each prompt's new tokens in chunks of `n_batch`, from
-the longest prefix the sequence already holds; then tokens sampled by the same sampler chain with
-the request's seed, stopped at EOS, at a newline, or at max_tokens. The context keeps one KV stream
-per sequence (`kv_unified = False`) and a prompt chunk is decoded alone, so a sequence's floats do
-not depend on which other sequences share a step. Whether that holds on this build and CPU is checked when the worker loads
+evaluated alone from an empty sequence (once per call, in a template stream whose KV each chain's
+sequence copies: the same floats, without paying the few-shot prompt once per sequence), then each
+prompt's new tokens in chunks of `n_batch`, from the longest prefix the sequence already holds;
+then tokens sampled by the same sampler chain with the request's seed, stopped at EOS, at a
+newline, or at max_tokens. The context keeps one KV stream per sequence (`kv_unified = False`) and
+a prompt chunk is decoded alone, so a sequence's floats do not depend on which other sequences
+share a step. Whether that holds on this build and CPU is checked when the worker loads
 (`llama_worker.load`): if any answer differs from the one-sequence path, the worker decodes one
 chain at a time as before.
 """
@@ -166,11 +168,14 @@ class BatchedDecoder:
             return
         self._forget(t, 0)
         t.start = None
-        for i in range(0, len(prefix), self.n_batch):
-            chunk = list(prefix[i: i + self.n_batch])
-            self._decode([(t, (chunk, False))])
-            t.tokens.extend(chunk)
-        t.start = prefix
+        steps = self._evaluate(t, list(prefix))
+        try:
+            step = next(steps)
+            while True:  # each chunk decoded alone, now: no chain is running between calls
+                self._decode([(t, step)])
+                step = steps.send(-1)
+        except StopIteration:
+            t.start = prefix
 
     def complete_chains(self, chains: list[list[ChatRequest]], tokenize: Tokenize) -> list[list[ChatResult]]:
         """Answers per chain; chains wait for a free sequence in the order given."""

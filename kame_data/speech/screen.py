@@ -74,14 +74,13 @@ class ReadAloud:
 
 def hear_aloud(engine, aligner, text: str, sample_rate: int = 24000, target_dbfs: float = -20.0) -> ReadAloud:
     """`text` spoken by `engine` and heard by Whisper, with both sides' timings."""
-    from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
+    from kame_data.speech.whisper import heard_wer
 
     spoken = to_spoken(text)
     syn = engine.synthesize(spoken)
     audio = loudness_normalise(resample(syn.audio, syn.sample_rate, sample_rate), target_dbfs)
     heard = aligner.transcribe(audio, sample_rate)
-    wer = word_error_rate(normalise_words(spoken), normalise_words(transcript(heard)))
-    return ReadAloud(spoken, audio, wer, heard, list(syn.spans))
+    return ReadAloud(spoken, audio, heard_wer(spoken, heard), heard, list(syn.spans))
 
 
 def read_aloud(engine, aligner, text: str, sample_rate: int = 24000,
@@ -104,15 +103,12 @@ def voice_wers(engines: list, aligner, screen: ScreenConfig, sample_rate: int = 
     - a voice reads just over half of its sentences first, and the rest only when they could still
       move the median: once one WER value holds more than half of all the sentences, it is the
       median whatever the others say (`_median_known`)."""
-    from kame_data.speech.whisper import normalise_words, transcript, word_error_rate
-
-    def wer(text: str, words: list) -> float:
-        return word_error_rate(normalise_words(text), normalise_words(transcript(words)))
+    from kame_data.speech.whisper import heard_wer
 
     texts = [to_spoken(t) for t in SENTENCES[: max(1, screen.sentences)]]
     n = len(texts)
     said: dict[tuple[int, str], object] = {}  # (base engine, text) -> its synthesis, shared by variants
-    heard: list[list[list]] = [[] for _ in engines]  # per voice: [text, audio, WER, heard alone]
+    heard: list[list[_Heard]] = [[] for _ in engines]  # per voice, in the sentences' order
 
     def speak(engine, text: str) -> np.ndarray:
         base = engine.base if isinstance(engine, VariantEngine) else engine
@@ -125,22 +121,33 @@ def voice_wers(engines: list, aligner, screen: ScreenConfig, sample_rate: int = 
     def hear(jobs: list[tuple[int, str]]) -> None:
         clips = [speak(engines[v], text) for v, text in jobs]
         for (v, text), audio, words in zip(jobs, clips, aligner.transcribe_many([(a, sample_rate) for a in clips])):
-            heard[v].append([text, audio, wer(text, words), len(jobs) == 1])
+            heard[v].append(_Heard(text, audio, heard_wer(text, words), alone=len(jobs) == 1))
 
     hear([(v, text) for v in range(len(engines)) for text in texts[: n // 2 + 1]])
     while True:
-        rest = [(v, text) for v, h in enumerate(heard) if not _median_known([x[2] for x in h], n)
+        rest = [(v, text) for v, h in enumerate(heard) if not _median_known([x.wer for x in h], n)
                 for text in texts[len(h):]]
         if rest:
             hear(rest)
             continue
-        medians = [_median([x[2] for x in h], n) for h in heard]
+        medians = [_median([x.wer for x in h], n) for h in heard]
         # a voice failing as heard in company: its sentences above the bound, alone, decide
-        again = [x for h, m in zip(heard, medians) if m > screen.max_wer for x in h if not x[3] and x[2] > screen.max_wer]
+        again = [x for h, m in zip(heard, medians) if m > screen.max_wer
+                 for x in h if not x.alone and x.wer > screen.max_wer]
         if not again:
             return [round(m, 4) for m in medians]
         for x in again:
-            x[2], x[3] = wer(x[0], aligner.transcribe(x[1], sample_rate)), True
+            x.wer, x.alone = heard_wer(x.text, aligner.transcribe(x.audio, sample_rate)), True
+
+
+@dataclass
+class _Heard:
+    """One screening sentence as Whisper heard it."""
+
+    text: str  # as spoken
+    audio: np.ndarray
+    wer: float
+    alone: bool  # heard in a pass of its own (else in company, and heard again alone if its voice fails)
 
 
 def _median_known(wers: list[float], n: int) -> bool:

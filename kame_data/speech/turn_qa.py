@@ -48,10 +48,10 @@ def finish_turn(cfg: SpeakConfig, voice: VoiceConfig, speaker: str, spoken: str,
     spans = [(min(s, duration), min(e, duration)) for s, e in spans]
     turn = Turn(SpokenTurn(speaker, audio, words, spans, voice.label))
     if heard is not None and cfg.qa.enabled:
-        from kame_data.speech.whisper import normalise_words, start_error_ms, transcript, word_error_rate
+        from kame_data.speech.whisper import heard_wer, start_error_ms, transcript
 
         turn.heard = transcript(heard)
-        turn.wer = round(word_error_rate(normalise_words(spoken), normalise_words(turn.heard)), 4)
+        turn.wer = round(heard_wer(spoken, turn.heard), 4)
         # Whisper timed the aligner's turns itself: comparing them with it would measure nothing.
         err = start_error_ms(spans, lined) if timed else None
         turn.start_error_ms = None if err is None else round(err, 1)

@@ -76,6 +76,13 @@ def transcript(heard: list[HeardWord]) -> str:
     return "".join(h.word for h in heard).strip()
 
 
+def heard_wer(spoken: str, heard: list[HeardWord] | str) -> float:
+    """The WER of what Whisper heard (its words, or their transcript) against the text spoken, both
+    sides normalised as a listener hears them."""
+    said = heard if isinstance(heard, str) else transcript(heard)
+    return word_error_rate(normalise_words(spoken), normalise_words(said))
+
+
 def _on_gpu(compute_type: str):
     """The model on the GPU, tried on a second of silence: CTranslate2 opens cuBLAS at the first
     product, not at load, so a GPU it sees but cannot use fails here rather than mid-run."""
