@@ -30,6 +30,9 @@ def tidy(text: str) -> str:
     text = re.sub(r"\.(?:\s*\.){2,}", "...", text)  # an ellipsis stays a pause
     text = re.sub(r"(?<!\.)\.\s*\.(?!\.)", ".", text)
     text = re.sub(r"([,;:])\s*([.?!])", r"\2", text)
+    # A sentence's end then a comma, where a line break or a dash followed it ("his ancestors.\n—Alfred
+    # Crosby"): the end stays. Not after an initial ("Samuel S., age 43") or an ellipsis.
+    text = re.sub(r"([?!]|(?<=[A-Za-z]{2})\.)(?:\s*[,;:])+", r"\1", text)
     text = re.sub(r"\s+", " ", text).strip()
     return re.sub(r"^[,.;:]\s*", "", text)
 

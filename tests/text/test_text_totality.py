@@ -50,6 +50,24 @@ def test_what_spoken_text_is_made_of(text, problem):
 def test_any_text_is_spoken_without_digits_or_symbols(text):
     spoken = to_spoken(text)
     assert unspoken(spoken) == "", (text, spoken)
+    assert not SENTENCE_END_THEN_COMMA.search(spoken), (text, spoken)
+
+
+SENTENCE_END_THEN_COMMA = re.compile(r"(?:[?!]|[A-Za-z]{2}\.)\s*[,;:]")
+
+
+@pytest.mark.parametrize("display,spoken", [
+    # MMLU-Pro test row 4778 (a quotation, then its author on the next line after a dash)
+    ("the fruits of his ancestors.\n—Alfred Crosby, historian", "the fruits of his ancestors. Alfred Crosby, historian"),
+    # a list of circled numbers after a sentence (written for kame-data, in HSSBench's style)
+    ("Rank them from the lowest value.\n① Peru ② Chile", "Rank them from the lowest value. one, Peru, two, Chile"),
+    ('He asked "why?", then left.', "He asked why? then left."),
+    # not after an initial or an ellipsis: there the comma is the sentence's own
+    ("Samuel S., age 43, says", "Samuel S., age forty three, says"),
+    ("there is..., then", "there is..., then"),
+])
+def test_a_sentence_end_is_not_followed_by_a_comma(display, spoken):
+    assert to_spoken(display) == spoken
 
 
 @fixed(1000)
