@@ -143,3 +143,15 @@ def _initialism(m: re.Match) -> str:
 def abbreviations(text: str) -> str:
     text = _ABBREVIATION_RE.sub(lambda m: _ABBREVIATIONS[m.group(0)], text)
     return _INITIALISM_RE.sub(_initialism, text)
+
+
+# A bracketed aside of two or more plain words after a word: "the next (with equal probability).".
+_ASIDE_RE = re.compile(r"(?<=[\w)])\s+\(([A-Za-z][A-Za-z' ,-]* [A-Za-z' ,-]*[A-Za-z])\)(?=[\s.,;:?!]|$)")
+
+
+def asides(text: str) -> str:
+    """A bracketed aside of words is said between commas, as a reader pauses around it; without
+    them its words ran into the sentence ("the next with equal probability", "An ARMA p, q p, q
+    are integers bigger than zero model"). Brackets around numbers, a formula or one word
+    (a function's argument, an acronym, an option's label) are left to the later passes."""
+    return _ASIDE_RE.sub(lambda m: f", {m.group(1)},", text)

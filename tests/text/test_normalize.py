@@ -118,7 +118,7 @@ FIXTURE_CASES = [
     ('the K_diss of acetic acid is 1.8 × 10^-5.', 'the K diss of acetic acid is one point eight times ten to the minus five.'),
     ('purchased on March 10, with a$155 premium', 'purchased on March tenth, with a one hundred and fifty five dollars premium'),
     ('in the past week (as of 2013)?', 'in the past week as of twenty thirteen?'),
-    ('because some things (e.g., long-term torture) are worse than death.', 'because some things for example, long term torture are worse than death.'),
+    ('because some things (e.g., long-term torture) are worse than death.', 'because some things, for example, long term torture, are worse than death.'),
     ('[1, 5, 4, 6]', 'one, five, four, six'),
     ('The symmetric group $S_n$ has $n!$ elements', 'The symmetric group S sub n has n factorial elements'),
     ('Let V be the set of all real polynomials p(x).', 'Let V be the set of all real polynomials p of x.'),

@@ -70,6 +70,22 @@ def test_a_sentence_end_is_not_followed_by_a_comma(display, spoken):
     assert to_spoken(display) == spoken
 
 
+@pytest.mark.parametrize("display,spoken", [
+    # MMLU-Pro test rows 10766 and 7372
+    ("printing that letter or the next (with equal probability). Thus", "printing that letter or the next, with equal "
+     "probability. Thus"),
+    ("An ARMA(p,q) (p, q are integers bigger than zero) model will have", "An ARMA p, q, p, q are integers bigger "
+     "than zero, model will have"),
+    ("the value (in dollars) of the house", "the value, in dollars, of the house"),
+    # one word, numbers or a formula in brackets are not asides
+    ("the supply (NSC) curve", "the supply NSC curve"),
+    ("the points (5, 4) and (-2, 3)", "the points five, four, and minus two, three"),
+    ("Evaluate f(t) here", "Evaluate f of t here"),
+])
+def test_a_bracketed_aside_of_words_is_said_between_commas(display, spoken):
+    assert to_spoken(display) == spoken
+
+
 @fixed(1000)
 @given(st.composite(lambda draw: draw(st.sampled_from((quantity, money)))(HypothesisChooser(draw)))())
 def test_signed_fractions_with_units_and_money_are_read(text):
