@@ -17,6 +17,10 @@ from kame_data.oracle.prompts import EXAMPLES, content_words
 from kame_data.text import to_spoken
 
 MIN_WORDS, MAX_WORDS = 3, 30
+# Bump when `classify` or `clean_prediction` changes what is kept: the oracle step's identity carries
+# it, so checkpointed ladders are rebuilt (the LLM cache still answers every request). 2: a run shared
+# with a few-shot example counts as a copy only when it holds one of that example's own words.
+REPLIES_VERSION = "2"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
@@ -72,16 +76,18 @@ def repair_cut(text: str) -> str:
     return text[: ends[-1]] if ends else ""
 
 
-def _longest_common_run(a: list[str], b: list[str]) -> int:
-    """Length of the longest run of tokens that `a` and `b` share (both short: quadratic is fine)."""
+def _longest_common_run(a: list[str], b: list[str], holding: frozenset[str] | None = None) -> int:
+    """Length of the longest run of tokens that `a` and `b` share (both short: quadratic is fine);
+    with `holding`, of the longest such run that holds one of those tokens."""
     best = 0
     prev = [0] * (len(b) + 1)
-    for x in a:
+    for i, x in enumerate(a):
         cur = [0] * (len(b) + 1)
         for j, y in enumerate(b):
             if x == y:
-                cur[j + 1] = prev[j] + 1
-                best = max(best, cur[j + 1])
+                n = cur[j + 1] = prev[j] + 1
+                if n > best and (holding is None or not holding.isdisjoint(a[i - n + 1: i + 1])):
+                    best = n
         prev = cur
     return best
 
@@ -108,11 +114,13 @@ _EXAMPLE_WORDS = [frozenset(w for w in content_words(f"{conv} {hint} {reply}") i
 
 def copies_example(prediction: str, context: str, shown: str = "") -> bool:
     """True when the prediction carries what a few-shot example says and the conversation and the
-    hint do not account for: a run of 5+ of an example's tokens, or 2+ of one example's content
-    words, one of them not a number (seen at level 0 on a question about notebooks or force:
-    "The answer is eight apples.", "I'll just guess. It's eight apples.")."""
+    hint do not account for: a run of 5+ of an example's tokens holding one of its own words, or 2+
+    of one example's content words, one of them not a number (seen at level 0 on a question about
+    notebooks or force: "The answer is eight apples.", "I'll just guess. It's eight apples.")."""
     p = tokens(prediction)
-    run = max(_longest_common_run(p, ex) for ex in _EXAMPLE_TOKENS)
+    # The run must hold one of the example's own words: "the answer is B, the" is how any
+    # multiple-choice reply starts, not a copy of "The answer is B, the Nile".
+    run = max(_longest_common_run(p, ex, words) for ex, words in zip(_EXAMPLE_TOKENS, _EXAMPLE_WORDS))
     if run >= 5 and _longest_common_run(p, tokens(f"{context} {shown}")) < run:
         return True
     own = set(content_words(prediction)) - set(content_words(f"{context} {shown}"))

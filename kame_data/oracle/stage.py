@@ -14,7 +14,7 @@ from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
-from kame_data.oracle.replies import classify, clean_prediction, repair_cut
+from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.scrub import scrub
 from kame_data.step import Resources, RunContext, Step, StepSpec
@@ -53,8 +53,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         return Resources(cpus=cpus, concurrent_batches=batches)
 
     def identity(self) -> dict:
-        """Checkpoints depend on the prompt text too, not only on the config."""
-        return {**super().identity(), "prompt_version": PROMPT_VERSION}
+        """Checkpoints depend on the prompt text and on what counts as a reply, not only on the config."""
+        return {**super().identity(), "prompt_version": PROMPT_VERSION, "replies_version": REPLIES_VERSION}
 
     def setup(self) -> None:
         if self.backend is None:

@@ -31,6 +31,11 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
     ("I'll just guess. It's eight apples.", EXAMPLE),
     ("The answer is three apples.", EXAMPLE),
     ("Plants take in carbon dioxide from the book.", EXAMPLE),
+    ("Three plus five equals eight, so the answer is eight.", EXAMPLE),
+    # the start every multiple-choice reply shares with an example ("The answer is B, the Nile") is
+    # no copy of it (seen at levels 1 and 2 on MMLU-Pro and HSSBench-style fixture rows)
+    ("The answer is B, the Inca. The answer is B, the Inca Empire.", ""),
+    ("The answer is B, The Treaty.", ""),
     # the user's question said again
     ("The list price of a book is four dollars and ninety five cents.", ECHO),
     ("", EMPTY),
