@@ -198,8 +198,11 @@ def _american() -> dict[str, str]:
 def normalise_words(text: str) -> list[str]:
     """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words),
     American spelling, and a run of single letters as one word ("B. B" and "bb" sound alike)."""
-    spoken = to_spoken(text).lower()
-    spoken = re.sub(r"[^a-z0-9' ]+", " ", spoken)
+    # Read twice, the second time in lower case and without apostrophes: a word of capitals is kept
+    # whole ("ABBAAct") but the same letters in lower case are split where words run together
+    # ("abba act"), so without the second reading normalising its own output would change it.
+    first = re.sub(r"[^a-z0-9' ]+", " ", to_spoken(text).lower()).replace("'", "")
+    spoken = re.sub(r"[^a-z0-9' ]+", " ", to_spoken(first).lower())
     american = _american()
     out: list[str] = []
     letters = 0  # length of the run of single letters that ends `out`
