@@ -24,8 +24,8 @@ from kame_data.text.units import currency, units
 # Bump when a pass changes what some text is said as: the script step's identity carries it, so
 # cached dialogues are rebuilt (2: words run together are split, kame_data/text/compounds.py;
 # 3: dotted initialisms said letter by letter, "U.S.A." was "U SA."; 4: a sentence's end is not followed
-# by a comma, "ancestors., Alfred" was read with both, and a bracketed aside of words is said between
-# commas).
+# by a comma, "ancestors., Alfred" was read with both, a bracketed aside of words is said between
+# commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm").
 SPOKEN_VERSION = "4"
 
 

@@ -41,6 +41,16 @@ _UNITS: dict[str, tuple[str, str]] = {
     "M": ("molar", "molar"), "dB": ("decibel", "decibels"), "Å": ("angstrom", "angstroms"),
     "pm": ("picometer", "picometers"), "lbm": ("pound mass", "pounds mass"), "Btu": ("B T U", "B T U"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
     "mi/h": ("mile per hour", "miles per hour"), "ft/s": ("foot per second", "feet per second"),
+    # engineering and physics units of MMLU-Pro rows ("1.5 MPa", "10 mH", "1200 rpm", "10 hp", "20 cc")
+    "MPa": ("megapascal", "megapascals"), "GPa": ("gigapascal", "gigapascals"), "mH": ("millihenry", "millihenries"),
+    "μH": ("microhenry", "microhenries"), "rpm": ("revolution per minute", "revolutions per minute"),
+    "hp": ("horsepower", "horsepower"), "cc": ("cubic centimeter", "cubic centimeters"), "psi": ("P S I", "P S I"),
+    "keV": ("kilo electron volt", "kilo electron volts"), "MeV": ("mega electron volt", "mega electron volts"),
+    "GeV": ("giga electron volt", "giga electron volts"), "kA": ("kiloampere", "kiloamperes"),
+    "μA": ("microampere", "microamperes"), "Wb": ("weber", "webers"), "mT": ("millitesla", "millitesla"),
+    "μT": ("microtesla", "microtesla"), "nF": ("nanofarad", "nanofarads"), "pF": ("picofarad", "picofarads"),
+    "mW": ("milliwatt", "milliwatts"), "GW": ("gigawatt", "gigawatts"), "MJ": ("megajoule", "megajoules"),
+    "mJ": ("millijoule", "millijoules"), "kmol": ("kilomole", "kilomoles"), "MΩ": ("megohm", "megohms"),
 }
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).

@@ -129,6 +129,11 @@ RULES = {
         ("initially at $25^{\\circ} \\mathrm{C}$", "initially at twenty five degrees Celsius"),
         ("the tension in the string is mg", "the tension in the string is mg"),  # m g, a product, not milligrams
         ("such that 7m + 12n = 22", "such that seven m plus twelve n equals twenty two"),  # m, a variable
+        # engineering units of MMLU-Pro rows (11375, 11850 and their kind)
+        ("a pressure of 1.5 MPa and", "a pressure of one point five megapascals and"),
+        ("(a) 75.88mH, (b) 7.588 Henrys", "a seventy five point eight eight millihenries, b seven point five eight eight Henrys"),
+        ("The shaft turns at 1200 rpm.", "The shaft turns at one thousand two hundred revolutions per minute."),
+        ("A 10 hp motor runs on 20 cc of fuel.", "A ten horsepower motor runs on twenty cubic centimeters of fuel."),
     ],
 }
 CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]
