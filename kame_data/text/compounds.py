@@ -4,14 +4,16 @@ Some benchmark rows lost a space upstream (MMLU-Pro business questions carry 'wo
 'straight-linemethod'). A voice reads such a token as one strange word, so the turn sounds wrong and
 its WER counts a substitution and an insertion against any voice. This pass splits a token in two
 when it is not an English word and both halves are common words, choosing the split whose halves
-are most frequent (Zipf's law, as word segmenters do).
+are most frequent (Zipf's law, as word segmenters do); failing that, in three around a rare word with a
+common word glued to each side ('ofacetonitrilewith', `split_around`).
 
 The word frequencies are wordninja's list (the 126k most frequent words of English Wikipedia, by
 rank); a token in that list, or one of its inflections ('transports', 'salvaged'), is a word and is
 never split, so rare real words ('donuts', 'erectus', 'anorectic') stay whole. Halves must rank
 within `COMMON` (the 40,000 most frequent words), which keeps 'as ingle' out; a half of one or two letters must be a
 function word ('a', 'to', 'in'), which keeps 'va lorem' and 'di hybrid' out.
-Capitalised tokens split only at an inner capital ('BennetBros' -> 'Bennet Bros', never 'Ben net').
+Capitalised tokens split only at an inner capital ('BennetBros' -> 'Bennet Bros', never 'Ben net'), and a
+function word glued to one comes off ('ofAtebrin' -> 'of Atebrin').
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ SHORT_COMMON = 2_000  # a three-letter half must be this common: 'the', 'six', '
 # Not inside a LaTeX command, an identifier or a call ('\\rightarrow', 'os.listdir(', 'f.endswith(').
 _LOWER = re.compile(r"(?<![A-Za-z'\\._\d])[a-z]{%d,}(?![A-Za-z_\d(])" % MIN_LENGTH)
 _CAMEL = re.compile(r"(?<![A-Za-z])([A-Z][a-z]{2,})([A-Z][a-z]{2,})(?![A-Za-z])")
+# A function word glued to a capitalised word or symbol ('ofAtebrin', 'forAtebrin', 'theK').
+_GLUED_CAPITAL = re.compile(r"(?<![A-Za-z'\\._\d])(of|for|the|and|with|from|that|than|into)(?=[A-Z])")
 
 
 @lru_cache(maxsize=1)
@@ -84,6 +88,33 @@ def split_token(token: str) -> tuple[str, str] | None:
     return best
 
 
+GLUED_MIN = 10  # a run around a rare word is long: 'ofacetonitrilewith', 'termtransgressivesegregation'
+
+
+def split_around(token: str) -> tuple[str, str, str] | None:
+    """A rare word with a common word glued to each side ('of' + 'acetonitrile' + 'with', 'an' +
+    'antimalarial' + 'drug'), for a lowercase token that is no word and has no two-word split.
+    Both sides, because one side alone is how science words are built: 'mono valent', 'thermo
+    chemical', 'inner vated' and 'hypochondrias is' are what a one-sided split made of the fixtures'
+    words. The middle must be a word (`is_word`) of six letters or more; the sides common (`_common`)."""
+    if len(token) < GLUED_MIN or is_word(token):
+        return None
+    r = ranks()
+    best, best_cost = None, math.inf
+    for i in range(1, len(token) - 6):
+        a = token[:i]
+        if not _common(a, r.get(a, COMMON)):
+            continue
+        for j in range(i + 6, len(token) - 1):
+            m, b = token[i:j], token[j:]
+            if not _common(b, r.get(b, COMMON)) or not is_word(m):
+                continue
+            cost = sum(math.log(r.get(x, COMMON * 3) + 2) for x in (a, m, b))
+            if cost < best_cost:
+                best, best_cost = (a, m, b), cost
+    return best
+
+
 def _common(half: str, rank: int) -> bool:
     if len(half) <= 2:
         return half in _SHORT
@@ -91,11 +122,13 @@ def _common(half: str, rank: int) -> bool:
 
 
 def run_together(text: str) -> str:
-    """Every run-together token of text split in two; everything else unchanged."""
+    """Every run-together token of text split in two (or three, around a rare word); everything else
+    unchanged."""
     text = _CAMEL.sub(lambda m: m.group(0) if is_word(m.group(0).lower()) else f"{m.group(1)} {m.group(2)}", text)
+    text = _GLUED_CAPITAL.sub(r"\1 ", text)
 
     def lower(m: re.Match) -> str:
-        pair = split_token(m.group(0))
-        return m.group(0) if pair is None else " ".join(pair)
+        pieces = split_token(m.group(0)) or split_around(m.group(0))
+        return m.group(0) if pieces is None else " ".join(pieces)
 
     return _LOWER.sub(lower, text)
