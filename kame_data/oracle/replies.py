@@ -8,6 +8,7 @@ retry budget) and count every kind in the manifest.
 
 from __future__ import annotations
 
+import math
 import re
 
 from text_to_num import alpha2digit
@@ -19,8 +20,9 @@ from kame_data.text import to_spoken
 MIN_WORDS, MAX_WORDS = 3, 30
 # Bump when `classify` or `clean_prediction` changes what is kept: the oracle step's identity carries
 # it, so checkpointed ladders are rebuilt (the LLM cache still answers every request). 2: a run shared
-# with a few-shot example counts as a copy only when it holds one of that example's own words.
-REPLIES_VERSION = "2"
+# with a few-shot example counts as a copy only when it holds one of that example's own words; 3: a run
+# copied from the conversation is no echo when the hint shows all of its content words.
+REPLIES_VERSION = "3"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
@@ -92,15 +94,33 @@ def _longest_common_run(a: list[str], b: list[str], holding: frozenset[str] | No
     return best
 
 
+def _copied_runs(a: list[str], b: list[str], n: int) -> list[list[str]]:
+    """Every run of `n` or more tokens of `a` that `b` holds too (as the tokens of `a`)."""
+    runs = []
+    prev = [0] * (len(b) + 1)
+    for i, x in enumerate(a):
+        cur = [0] * (len(b) + 1)
+        for j, y in enumerate(b):
+            if x == y:
+                k = cur[j + 1] = prev[j] + 1
+                if k >= n:
+                    runs.append(a[i - k + 1: i + 1])
+        prev = cur
+    return runs
+
+
 def echoes(prediction: str, context: str, shown: str = "") -> bool:
     """True when the prediction mostly repeats the conversation: a run of at least 6 of its tokens,
-    covering half of them or more, copied from the context and not from the hint the model was shown
-    (a multiple-choice answer may legitimately quote an option the hint also names)."""
+    covering half of them or more, copied from the context and not accounted for by the hint the model
+    was shown. A run is accounted for when the hint shows all of its content words: a multiple-choice
+    answer may quote the option the hint names, "That would be C, one thousand nine hundred and
+    eighty" under the clue "C, one, thousand, nine, hundred, eighty" (the clue drops the "and")."""
     p = tokens(prediction)
-    run = _longest_common_run(p, tokens(context))
-    if run < 6 or run < len(p) / 2:
+    runs = _copied_runs(p, tokens(context), max(6, math.ceil(len(p) / 2)))
+    if not runs:
         return False
-    return not shown or _longest_common_run(p, tokens(shown)) < run
+    allowed = set(content_words(shown))
+    return any(not set(content_words(" ".join(run))) <= allowed for run in runs)
 
 
 _EXAMPLE_TOKENS = [tokens(f"{hint} {reply}") for _, _, hint, reply in EXAMPLES]

@@ -58,6 +58,17 @@ def test_cut_output_is_detected_and_repaired_to_its_last_sentence():
     assert classify("The discount is two dollars.", CONTEXT, truncated=True) == ""  # ended cleanly at the limit
 
 
+def test_a_quoted_option_is_no_echo_when_the_clue_shows_its_words():
+    # level 3 on an HSSBench-style fixture row: the clue is the hint's content words, without "and"
+    context = ("B: When did the Berlin Wall fall? Which is it A one thousand nine hundred and sixty one B one thousand"
+               " nine hundred and eighty five C one thousand nine hundred and eighty nine")
+    reply = "That would be C, one thousand nine hundred and eighty nine."
+    assert classify(reply, context, shown="C, one, thousand, nine, hundred, eighty") == ""
+    assert classify(reply, context, shown="C, one") == ECHO  # the clue accounts for too little of it
+    assert classify("That would be B, one thousand nine hundred and eighty five.", context,
+                    shown="C, one, thousand, nine, hundred, eighty") == ECHO  # another option read back
+
+
 def test_a_quoted_option_is_no_echo_when_the_hint_names_it():
     context = "B: Which treaty ended the war? Is it A, the Treaty of Utrecht; B, the Peace of Westphalia of sixteen forty eight"
     reply = "B, the Peace of Westphalia of sixteen forty eight."
