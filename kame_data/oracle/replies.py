@@ -78,22 +78,6 @@ def repair_cut(text: str) -> str:
     return text[: ends[-1]] if ends else ""
 
 
-def _longest_common_run(a: list[str], b: list[str], holding: frozenset[str] | None = None) -> int:
-    """Length of the longest run of tokens that `a` and `b` share (both short: quadratic is fine);
-    with `holding`, of the longest such run that holds one of those tokens."""
-    best = 0
-    prev = [0] * (len(b) + 1)
-    for i, x in enumerate(a):
-        cur = [0] * (len(b) + 1)
-        for j, y in enumerate(b):
-            if x == y:
-                n = cur[j + 1] = prev[j] + 1
-                if n > best and (holding is None or not holding.isdisjoint(a[i - n + 1: i + 1])):
-                    best = n
-        prev = cur
-    return best
-
-
 def _copied_runs(a: list[str], b: list[str], n: int) -> list[list[str]]:
     """Every run of `n` or more tokens of `a` that `b` holds too (as the tokens of `a`)."""
     runs = []
@@ -109,6 +93,13 @@ def _copied_runs(a: list[str], b: list[str], n: int) -> list[list[str]]:
     return runs
 
 
+def _longest_common_run(a: list[str], b: list[str], holding: frozenset[str] | None = None) -> int:
+    """Length of the longest run of tokens that `a` and `b` share (both short: quadratic is fine);
+    with `holding`, of the longest such run that holds one of those tokens."""
+    return max((len(run) for run in _copied_runs(a, b, 1) if holding is None or not holding.isdisjoint(run)),
+               default=0)
+
+
 def echoes(prediction: str, context: str, shown: str = "") -> bool:
     """True when the prediction mostly repeats the conversation: a run of at least 6 of its tokens,
     covering half of them or more, copied from the context and not accounted for by the hint the model
@@ -116,11 +107,9 @@ def echoes(prediction: str, context: str, shown: str = "") -> bool:
     answer may quote the option the hint names, "That would be C, one thousand nine hundred and
     eighty" under the clue "C, one, thousand, nine, hundred, eighty" (the clue drops the "and")."""
     p = tokens(prediction)
-    runs = _copied_runs(p, tokens(context), max(6, math.ceil(len(p) / 2)))
-    if not runs:
-        return False
     allowed = set(content_words(shown))
-    return any(not set(content_words(" ".join(run))) <= allowed for run in runs)
+    return any(not set(content_words(" ".join(run))) <= allowed
+               for run in _copied_runs(p, tokens(context), max(6, math.ceil(len(p) / 2))))
 
 
 _EXAMPLE_TOKENS = [tokens(f"{hint} {reply}") for _, _, hint, reply in EXAMPLES]
