@@ -2,7 +2,8 @@
 
 Characters (vulgar fractions, superscripts, circled numbers, MacRoman mojibake, dashes), signs
 whose meaning depends on their neighbours (a price, a negative number, a factorial, a formula's
-subscripts), GSM8K's calculator notes and answer marks, and abbreviations ('e.g.', 'Dr.').
+subscripts), GSM8K's calculator notes and answer marks, abbreviations ('e.g.', 'Dr.') and asides in
+brackets (a gloss such as "(NSC)", a parenthetical remark).
 """
 
 from __future__ import annotations
@@ -155,3 +156,40 @@ def asides(text: str) -> str:
     are integers bigger than zero model"). Brackets around numbers, a formula or one word
     (a function's argument, an acronym, an option's label) are left to the later passes."""
     return _ASIDE_RE.sub(lambda m: f", {m.group(1)},", text)
+
+
+# An acronym in brackets right after the words it stands for: "the National Security Council (NSC)".
+_GLOSS_RE = re.compile(r"(?<=\w)\s+\(([A-Z][A-Z0-9&]{1,7})(s?)\)(?=([\s,;:]|[.?!](?:\s|$)|$))")
+_GLOSS_SKIPPED = frozenset("of and for the on in to a an at by with from &".split())
+_ROMAN_RE = re.compile(r"[IVXLCDM]+")
+
+
+def _stands_for(letters: str, before: str) -> bool:
+    """Whether `letters` are the initials of the words that end `before` (function words may be
+    skipped, hyphenated parts count as words): 'GDP' after 'Gross domestic product'."""
+    words = [w for w in re.split(r"[\s-]+", before)[-12:] if w]
+    i, j = len(letters) - 1, len(words) - 1
+    while i >= 0 and j >= 0:
+        w = words[j].lower()
+        if w[0] == letters[i]:
+            i -= 1
+        elif w not in _GLOSS_SKIPPED:
+            return False
+        j -= 1
+    return i < 0
+
+
+def _gloss(m: re.Match) -> str:
+    acronym = m.group(1)
+    if _ROMAN_RE.fullmatch(acronym) or not _stands_for(acronym.lower(), m.string[: m.start()]):
+        return m.group(0)
+    ends = m.group(3) == "" or m.group(3)[0] in ".?!,;:"
+    return f", or {acronym}{m.group(2)}" + ("" if ends else ",")
+
+
+def glosses(text: str) -> str:
+    """An acronym in brackets after the words it abbreviates is said as a reader says it, "the
+    National Security Council, or NSC, met": read inline it ran into the sentence ("the National
+    Security Council NSC met"). Brackets whose letters are not those words' initials (a label, a
+    Roman numeral, "the supply (NSC) curve") are left as they are."""
+    return _GLOSS_RE.sub(_gloss, text)

@@ -16,7 +16,7 @@ from kame_data.text.compounds import run_together
 from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
 from kame_data.text.numbers import arithmetic, numerals
-from kame_data.text.prepare import abbreviations, asides, clean, gsm8k_notes, products_and_rates, signs
+from kame_data.text.prepare import abbreviations, asides, clean, glosses, gsm8k_notes, products_and_rates, signs
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
 from kame_data.text.units import currency, units
@@ -25,8 +25,9 @@ from kame_data.text.units import currency, units
 # cached dialogues are rebuilt (2: words run together are split, kame_data/text/compounds.py;
 # 3: dotted initialisms said letter by letter, "U.S.A." was "U SA."; 4: a sentence's end is not followed
 # by a comma, "ancestors., Alfred" was read with both, a bracketed aside of words is said between
-# commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm").
-SPOKEN_VERSION = "4"
+# commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm"; 5: an acronym in brackets after
+# the words it stands for is said as a gloss, "the European Union, or EU,").
+SPOKEN_VERSION = "5"
 
 
 def to_spoken(text: str) -> str:
@@ -35,6 +36,7 @@ def to_spoken(text: str) -> str:
     text = gsm8k_notes(text)
     text = signs(text)
     text = abbreviations(text)
+    text = glosses(text)
     text = asides(text)
     text = math_spans(text)
     text = powers(text)

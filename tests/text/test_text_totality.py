@@ -86,6 +86,22 @@ def test_a_bracketed_aside_of_words_is_said_between_commas(display, spoken):
     assert to_spoken(display) == spoken
 
 
+@pytest.mark.parametrize("display,spoken", [
+    ("The National Security Council (NSC) met today.", "The National Security Council, or NSC, met today."),
+    ("Gross domestic product (GDP) rose 3%.", "Gross domestic product, or GDP, rose three percent."),
+    ("true of the European Union (EU)?", "true of the European Union, or EU?"),
+    ("the Department of Health and Human Services (HHS), and", "the Department of Health and Human Services, or "
+     "HHS, and"),
+    ("non-governmental organizations (NGOs) which", "non governmental organizations, or NGOs, which"),
+    # not the initials of the words before: a label, a Roman numeral, letters from inside a word
+    ("the supply (NSC) curve", "the supply NSC curve"),
+    ("iron (III) chloride", "iron III chloride"),
+    ("deoxyribonucleic acid (DNA) in cells", "deoxyribonucleic acid DNA in cells"),
+])
+def test_an_acronym_after_the_words_it_stands_for_is_said_as_a_gloss(display, spoken):
+    assert to_spoken(display) == spoken
+
+
 @fixed(1000)
 @given(st.composite(lambda draw: draw(st.sampled_from((quantity, money)))(HypothesisChooser(draw)))())
 def test_signed_fractions_with_units_and_money_are_read(text):
