@@ -37,6 +37,12 @@ class LadderStep:
     next_speaker: str
     true_reply: str  # the next speaker's next utterance (the hint at full strength)
     level: int
+    written_reply: str = ""  # the same words as written (punctuation kept) where the ladder was given them
+
+    @property
+    def reply_shown(self) -> str:
+        """What the simulator's prompt shows of the true reply (oracle/shown.py)."""
+        return self.written_reply or self.true_reply
 
     @property
     def hint(self) -> str:
@@ -52,13 +58,17 @@ def floor_words(words: Sequence[Word]) -> list[Word]:
 
 
 def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | None = None,
-           channels: dict[str, int] | None = None, only_new_words: bool = False) -> list[LadderStep]:
+           channels: dict[str, int] | None = None, only_new_words: bool = False,
+           written: Sequence[str] | None = None) -> list[LadderStep]:
     """All steps of one dialogue (two speakers), in time order.
 
     `only_new_words` keeps a step only if words arrived since the previous kept step (steps
-    in between would repeat the same request)."""
+    in between would repeat the same request). `written`: each word's written form (parallel to
+    `words`), for the steps' `written_reply`; nothing else depends on it."""
     channels = channels or {"A": 0, "B": 1}
-    ws = sorted(words, key=lambda w: w.end)  # stable: ties keep input order, as the reference does
+    order = sorted(range(len(words)), key=lambda i: words[i].end)  # stable: ties keep input order, as the reference does
+    ws = [words[i] for i in order]
+    shown = [written[i] for i in order] if written is not None else None
     n = len(ws)
     if n == 0:
         return []
@@ -120,6 +130,7 @@ def ladder(words: Sequence[Word], interval: float = 0.5, target_channel: int | N
                     next_speaker=nxt,
                     true_reply=" ".join(w.word for w in ws[j: run_end[j] + 1]),
                     level=hint_level(ratio),
+                    written_reply=" ".join(shown[j: run_end[j] + 1]) if shown is not None else "",
                 ))
         t += interval
     return steps

@@ -21,7 +21,7 @@ from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import LadderStep
 from kame_data.records import ROLE
 
-PROMPT_VERSION = "3"
+PROMPT_VERSION = "4"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py)
 
 SYSTEM = (
     "You write what the next speaker of a spoken conversation says next. Answer as that speaker, "
@@ -169,7 +169,7 @@ def build_request(step: LadderStep, max_tokens: int, temperature: float, seed: i
     """The simulator request for a step below level 5 (level 5 needs no call: the hint is the answer).
     `prefill`: the backend writes `reply_start` as the start of the answer (an embedded model);
     `item`: the dialogue it is for (not part of the request's identity)."""
-    question = user_message(step.conversation_context, step.level, step.true_reply, step.next_speaker)
+    question = user_message(step.conversation_context, step.level, step.reply_shown, step.next_speaker)
     return ChatRequest(messages=_SHARED + (("user", question),), max_tokens=max_tokens,
                        temperature=temperature, seed=seed,
-                       reply_start=reply_start(step.true_reply, step.level) if prefill else "", item=item)
+                       reply_start=reply_start(step.reply_shown, step.level) if prefill else "", item=item)

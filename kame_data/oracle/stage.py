@@ -15,6 +15,7 @@ from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
 from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut
+from kame_data.oracle.shown import written_forms
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.scrub import scrub
 from kame_data.step import Resources, RunContext, Step, StepSpec
@@ -78,8 +79,9 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         together, so a remote backend overlaps them."""
         target = TARGETS[self.cfg.target]
         # The ladder reads the floor: backchannels are in the audio and the words, not on the floor.
-        ladders = [ladder(floor_words(r.words), self.cfg.interval, target, CHANNEL,
-                          only_new_words=self.cfg.trigger == "new_words") for r in batch]
+        floors = [floor_words(r.words) for r in batch]
+        ladders = [ladder(words, self.cfg.interval, target, CHANNEL, only_new_words=self.cfg.trigger == "new_words",
+                          written=written_forms(words, r.dialogue.turns)) for r, words in zip(batch, floors)]
         early = [self._early(r, steps) for r, steps in zip(batch, ladders)]
         ladders = [[] if e else steps for e, steps in zip(early, ladders)]  # no calls for a rejected dialogue
         predictions = self._predict(ladders, [r.id for r in batch])
@@ -153,7 +155,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
     def _reply(self, step: LadderStep, res, max_tokens: int) -> tuple[str, str]:
         """(cleaned text, '' or the kind of non-reply); counted for the manifest."""
         text = clean_prediction(res.text)
-        shown = clue(step.true_reply, step.level)
+        shown = clue(step.reply_shown, step.level)
         truncated = res.completion_tokens >= max_tokens
         if truncated and text:
             repaired = repair_cut(text)

@@ -1,0 +1,71 @@
+"""The simulator is shown the true reply as written (kame_data/oracle/shown.py), while every field
+of the ladder stays the reference's words."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kame_data.oracle import prompts
+from kame_data.oracle.ladder import ladder
+from kame_data.oracle.shown import written_forms
+from kame_data.records import Turn, Word
+from kame_data.text.tokens import spoken_words
+
+CHANNELS = {"A": 0, "B": 1}
+
+
+def _said(turns: list[Turn], cut: dict[int, int] | None = None, gap: float = 0.3) -> list[Word]:
+    """Each turn's words one after another, 0.3 s each (a turn k cut after cut[k] words)."""
+    words, t = [], 0.0
+    for k, turn in enumerate(turns):
+        for w in spoken_words(turn.spoken)[: (cut or {}).get(k)]:
+            words.append(Word(turn.speaker, w, t, t + 0.25))
+            t += gap
+        t += 0.5
+    return words
+
+
+TURNS = [Turn("user", "B", "", "Which quantity is measured in newtons? Would it be A, Force; or B, Power?"),
+         Turn("assistant", "A", "", "A. Force. The reason is that a newton is the unit of force."),
+         Turn("user", "B", "", "Okay, and what about watts?"),
+         Turn("assistant", "A", "", "Watts measure power: one joule per second.")]
+
+
+def test_the_reply_is_shown_with_its_punctuation_and_the_ladder_keeps_the_words():
+    words = _said(TURNS)
+    plain = ladder(words, 0.5, 0, CHANNELS)
+    shown = ladder(words, 0.5, 0, CHANNELS, written=written_forms(words, TURNS))
+    assert [s.true_reply for s in shown] == [s.true_reply for s in plain]
+    assert [s.hint for s in shown] == [s.hint for s in plain]
+    replies = {s.reply_shown for s in shown}
+    assert replies == {"A. Force. The reason is that a newton is the unit of force.",
+                       "Watts measure power: one joule per second."}
+    step = next(s for s in shown if s.level == 3 and s.channel == 0)
+    assert prompts.build_request(step, 40, 0.7, 0, prefill=True).reply_start == "A. Force. The reason"
+    request = prompts.build_request(replace(step, level=4), 40, 0.7, 0, prefill=True)
+    assert request.reply_start == "A. Force. The reason is that a"
+    assert "will say: A. Force. The reason is that a newton" in request.messages[-1][1]
+    assert "Force The" not in request.messages[-1][1]
+
+
+def test_a_turn_cut_short_and_words_not_in_the_text_keep_the_rest_aligned():
+    words = _said(TURNS, cut={1: 3})  # the assistant's first turn stops after "A. Force. The"
+    words.insert(5, Word("A", "mm-hm", 1.6, 1.7))  # a word no turn's text has
+    got = written_forms(words, TURNS)
+    assert got[5] == "mm-hm"
+    a = [g for w, g in zip(words, got) if w.speaker == "A"]
+    assert a == ["mm-hm", "A.", "Force.", "The", "Watts", "measure", "power:", "one", "joule", "per", "second."]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(st.sampled_from("ab ,.?'"), min_size=1, max_size=30), min_size=1, max_size=4))
+def test_the_written_forms_are_the_words_with_their_punctuation(texts):
+    turns = [Turn("user" if i % 2 else "assistant", "BA"[i % 2], "", t) for i, t in enumerate(texts)]
+    words = _said(turns)
+    got = written_forms(words, turns)
+    assert len(got) == len(words)
+    for w, g in zip(words, got):
+        assert spoken_words(g) == [w.word]
