@@ -26,8 +26,9 @@ from kame_data.text.units import currency, units
 # 3: dotted initialisms said letter by letter, "U.S.A." was "U SA."; 4: a sentence's end is not followed
 # by a comma, "ancestors., Alfred" was read with both, a bracketed aside of words is said between
 # commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm"; 5: an acronym in brackets after
-# the words it stands for is said as a gloss, "the European Union, or EU,").
-SPOKEN_VERSION = "5"
+# the words it stands for is said as a gloss, "the European Union, or EU,"; 6: an oxidation state is a
+# number, "iron(III) chloride" is "iron three chloride").
+SPOKEN_VERSION = "6"
 
 
 def to_spoken(text: str) -> str:

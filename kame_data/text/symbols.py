@@ -1,5 +1,5 @@
-"""Symbols and notation read as words, after numbers are spoken: chemical formulas, function
-calls ('f(x)' -> 'f of x'), operators and logic signs, Greek letters, slashes."""
+"""Symbols and notation read as words, after numbers are spoken: chemical formulas and oxidation
+states, function calls ('f(x)' -> 'f of x'), operators and logic signs, Greek letters, slashes."""
 
 from __future__ import annotations
 
@@ -22,8 +22,28 @@ GREEK = {chr(c): unicodedata.name(chr(c)).split()[-1].lower() for c in range(0x3
           if unicodedata.name(chr(c), "").startswith("GREEK") and "FINAL" not in unicodedata.name(chr(c), "")}
 
 
+# Elements named with an oxidation state in Roman numerals: "iron(III) chloride", "Cu(II) ions". Names in
+# either case, symbols and numerals as written ("such as (II)" and "lead (ii)" are labels, not states).
+_VALENCE_NAMES = ("iron copper tin lead chromium manganese cobalt nickel mercury gold silver vanadium titanium "
+                  "platinum palladium thallium cerium uranium molybdenum tungsten osmium ruthenium arsenic antimony "
+                  "bismuth").split()
+_VALENCE_SYMBOLS = "Fe Cu Sn Pb Cr Mn Co Ni Hg Au Ag V Ti Pt Pd Tl Ce U Mo W Os Ru As Sb Bi".split()
+_ROMAN_STATES = {"I": "one", "II": "two", "III": "three", "IV": "four", "V": "five", "VI": "six", "VII": "seven",
+                 "VIII": "eight"}
+_OXIDATION_STATE = re.compile(r"\b((?i:" + "|".join(_VALENCE_NAMES) + r")|" + "|".join(_VALENCE_SYMBOLS)
+                              + r") ?\((" + "|".join(sorted(_ROMAN_STATES, key=len, reverse=True)) + r")\)")
+
+
+def oxidation_states(text: str) -> str:
+    """'iron(III) chloride' -> 'iron three chloride', as chemists say it (Stock notation); read as
+    it stood, the numeral was spelled out letter by letter or taken for a word."""
+    return _OXIDATION_STATE.sub(lambda m: f"{m.group(1)} {_ROMAN_STATES[m.group(2)]} ", text)
+
+
 def chemistry(text: str) -> str:
     """'CO2' -> 'C O 2', '13CH3' -> '13 C H 3': formulas are read element by element."""
+    text = oxidation_states(text)
+
     def formula(m: re.Match) -> str:
         token = m.group(0)
         parts = re.findall(r"\d+|[A-Z][a-z]?", token)

@@ -95,10 +95,23 @@ def test_a_bracketed_aside_of_words_is_said_between_commas(display, spoken):
     ("non-governmental organizations (NGOs) which", "non governmental organizations, or NGOs, which"),
     # not the initials of the words before: a label, a Roman numeral, letters from inside a word
     ("the supply (NSC) curve", "the supply NSC curve"),
-    ("iron (III) chloride", "iron III chloride"),
     ("deoxyribonucleic acid (DNA) in cells", "deoxyribonucleic acid DNA in cells"),
 ])
 def test_an_acronym_after_the_words_it_stands_for_is_said_as_a_gloss(display, spoken):
+    assert to_spoken(display) == spoken
+
+
+@pytest.mark.parametrize("display,spoken", [
+    ("copper(II) sulfate", "copper two sulfate"),
+    ("iron (III) chloride", "iron three chloride"),
+    ("Fe(III) ions and Co(II)Cl2.", "Fe three ions and Co two Cl two."),
+    ("Tin(IV) oxide", "Tin four oxide"),
+    # a label or a numbered statement stays as written
+    ("such as (II) and (III)", "such as II and III"),
+    ("lead (ii) and tin (iii)", "lead ii and tin iii"),
+    ("statement (IV) is true", "statement IV is true"),
+])
+def test_an_oxidation_state_is_read_as_a_number(display, spoken):
     assert to_spoken(display) == spoken
 
 
