@@ -8,7 +8,12 @@ whether the ladder climbs (a gap of at least 0.03 between neighbours), the share
 replies (published predictions `replies.classify` flags, plus events dropped after every retry), the
 oracle stage's seconds and calls per second.
 
+With `--seeds N` each run is repeated with `oracle.seed` 0..N-1 (other samples of the same requests)
+and the mean token-F1 per level is printed with its spread across seeds: one draw moves a level by up
+to about 0.05 on a few hundred events, so a prompt or model change needs several draws to show.
+
     python benchmarks/oracle_ladder.py [--out DIR] [--models smollm2-135m gemma3-270m] [--recipes quickstart fixtures]
+                                       [--seeds 3]
 """
 
 from __future__ import annotations
@@ -38,18 +43,20 @@ RECIPES = {"quickstart": ("quickstart", None), "fixtures": (str(ROOT / "benchmar
 GAP = 0.03
 
 
-def recipe_for(ref: str, model: str, instances: int | None, out: Path) -> Path:
-    """The recipe with its oracle backend set to `model`, written beside the run (paths made absolute)."""
+def recipe_for(ref: str, model: str, instances: int | None, out: Path, seed: int = 0) -> Path:
+    """The recipe with its oracle backend set to `model` and `oracle.seed`, written beside the run
+    (paths made absolute)."""
     src = find_recipe(ref)
     raw = yaml.safe_load(src.read_text("utf-8"))
     for s in raw.get("sources", []):
         if s.get("path"):
             s["path"] = str((src.parent / s["path"]).resolve())
-    backend = raw.setdefault("oracle", {}).setdefault("backend", {})
+    raw.setdefault("oracle", {})["seed"] = seed
+    backend = raw["oracle"].setdefault("backend", {})
     backend["model"] = model
     if instances:
         backend["instances"] = instances
-    path = out / f"recipe-{model}.yaml"
+    path = out / f"recipe-{model}-seed{seed}.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False), "utf-8")
     return path
 
@@ -112,12 +119,31 @@ def report(name: str, model: str, r: dict) -> None:
         print(f"    e.g. {ex}")
 
 
+def over_draws(draws: list[dict]) -> dict:
+    """Mean token-F1 per level over the draws, and each level's spread (highest minus lowest draw)."""
+    levels = sorted(set.intersection(*(set(d["f1"]) for d in draws)))
+    return {"f1_mean": {k: statistics.mean(d["f1"][k] for d in draws) for k in levels},
+            "f1_spread": {k: max(d["f1"][k] for d in draws) - min(d["f1"][k] for d in draws) for k in levels},
+            "seconds_mean": statistics.mean(d["seconds"] for d in draws),
+            "calls_mean": statistics.mean(d["calls"] for d in draws)}
+
+
+def report_draws(name: str, model: str, r: dict) -> None:
+    print(f"\n{name} / {model}: {len(r['draws'])} draws, oracle stage {r['seconds_mean']:.1f} s and "
+          f"{r['calls_mean']:.0f} calls on average")
+    print("  level  mean token-F1  spread")
+    for level, mean in r["f1_mean"].items():
+        print(f"  {level:>5}  {mean:13.3f}  {r['f1_spread'][level]:6.3f}")
+    print(f"  climbs with gaps >= {GAP} (means): {'yes' if climbs(r['f1_mean']) else 'NO'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / ".oracle-ladder")
     ap.add_argument("--models", nargs="+", default=["smollm2-135m", "gemma3-270m"])
     ap.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     ap.add_argument("--instances", type=int, default=None, help="model instances (default: one per core)")
+    ap.add_argument("--seeds", type=int, default=1, help="draws per run (oracle.seed 0..N-1), averaged per level")
     args = ap.parse_args()
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start (others' work slows timings)")
     results = {}
@@ -126,9 +152,14 @@ def main() -> None:
         out = args.out / name
         out.mkdir(parents=True, exist_ok=True)
         for model in args.models:
-            run(recipe_for(ref, model, args.instances, args.out), out, limit, args.out / "cache")
-            results[name, model] = measure(out)
-            report(name, model, results[name, model])
+            draws = []
+            for seed in range(args.seeds):
+                run(recipe_for(ref, model, args.instances, args.out, seed), out, limit, args.out / "cache")
+                draws.append(measure(out))
+                report(name if args.seeds == 1 else f"{name} (oracle.seed {seed})", model, draws[-1])
+            results[name, model] = draws[0] if args.seeds == 1 else {"draws": draws, **over_draws(draws)}
+            if args.seeds > 1:
+                report_draws(name, model, results[name, model])
     (args.out / "results.json").write_text(json.dumps({f"{k[0]}/{k[1]}": v for k, v in results.items()}, indent=1))
 
 

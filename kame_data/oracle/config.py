@@ -20,6 +20,9 @@ class OracleConfig:
     interval: Annotated[float, Schema(exclusiveMinimum=0)] = 0.5  # seconds between two oracle events (the step Δ)
     target: Literal["assistant", "user", "both"] = "assistant"  # the speaker whose next turn is predicted (both: either); other events are skipped
     retries: Annotated[int, Schema(minimum=0)] = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
+    # Another draw of every prediction (the same ladders and prompts, other samples): attempt k of a step
+    # is sampled with seed 1000 * seed + k. For comparing prompts or models over several draws.
+    seed: Annotated[int, Schema(minimum=0)] = 0
     trigger: Literal["every_step", "new_words"] = "every_step"  # new_words: skip steps where no word arrived since the last event
     level5: Literal["hint", "call"] = "hint"  # hint: the prediction is the true reply, no call; call: ask the simulator anyway
     # A level-5 event (the true reply) inside a turn of the speaker being heard hands the reply over

@@ -127,8 +127,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
             live = [d for d, p in enumerate(pending) if p]
             if not live:
                 break
-            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=attempt, prefill=prefill,
-                                     item=ids[d])
+            seed = 1000 * self.cfg.seed + attempt
+            chains = [[build_request(ladders[d][i], b.max_tokens, b.temperature, seed=seed, prefill=prefill, item=ids[d])
                        for i in pending[d]]
                       for d in live]
             answers = self.backend.complete_chains(chains)

@@ -339,3 +339,21 @@ def test_one_meter_for_every_llm_call_of_a_run(tmp_path):
     assert usage["stages"]["script"]["completion_tokens"] > 0 and usage["stages"]["oracle"]["prompt_tokens"] > 0
     assert usage["cost_usd"] <= 1.5 and usage["budget_usd"] == 1.5
     assert usage["cost_usd"] == pytest.approx(oracle.meter.meter.spent_usd(), abs=1e-6)
+
+
+def test_oracle_seed_draws_other_samples_of_the_same_requests():
+    """`oracle.seed` changes only the sampling seed of each request (1000 * seed + attempt): the same
+    prompts go out, so a draw compares with another on the same ladders."""
+    r = synthetic_dialogue(2)
+    sent: dict[int, list[dict]] = {0: [], 3: []}
+    for seed in sent:
+        def record(body, seen, headers, mine=sent[seed]):
+            mine.append(body)  # and the usual reply
+        with LoopbackServer(override=record) as srv:
+            st = OracleStage(OracleConfig(seed=seed, backend=BackendConfig(kind="openai", model="m",
+                                                                           base_url=srv.base_url)))
+            st.setup()
+            assert isinstance(run_flat(st, [r])[0], Sample)
+    prompts = lambda bodies: sorted(str(b["messages"]) for b in bodies)  # noqa: E731
+    assert prompts(sent[0]) == prompts(sent[3]) and sent[0]
+    assert {b["seed"] // 1000 for b in sent[0]} == {0} and {b["seed"] // 1000 for b in sent[3]} == {3}
