@@ -21,7 +21,7 @@ from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import LadderStep
 from kame_data.records import ROLE
 
-PROMPT_VERSION = "4"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py)
+PROMPT_VERSION = "5"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py); 5: one full stop
 
 SYSTEM = (
     "You write what the next speaker of a spoken conversation says next. Answer as that speaker, "
@@ -35,11 +35,12 @@ MAX_KEYWORDS = {1: 4, 2: 8, 3: 12}
 
 INSTRUCTIONS = {
     0: "No clue yet. Guess what {who} says.",
-    1: "Clue: {clue}. Guess what {who} says, using the clue.",
-    2: "Clue: {clue}. {who} says a short sentence with all of these words.",
-    3: "Clue: {clue}. {who} says a short sentence with all of these words.",
-    4: "{who} will say: {clue}. Say it nearly the same way.",
+    1: "Clue: {clue} Guess what {who} says, using the clue.",
+    2: "Clue: {clue} {who} says a short sentence with all of these words.",
+    3: "Clue: {clue} {who} says a short sentence with all of these words.",
+    4: "{who} will say: {clue} Say it nearly the same way.",
 }
+_END = ".!?"  # a clue ending in one of these is a finished sentence: no full stop is added
 
 # Levels whose answer starts with the hint's first words (a share of them), for backends that take
 # a prefilled answer (the embedded model). Shown the whole hint and told to say it "nearly the same
@@ -124,6 +125,15 @@ def clue(hint: str, level: int) -> str:
     return ", ".join(clue_words(hint, level))
 
 
+def _as_sentence(shown: str) -> str:
+    """The clue closed by one full stop: a hint shown as written already ends its sentence ("...
+    eight apples." not "eight apples.."), and a turn cut mid-clause drops its trailing comma."""
+    shown = shown.strip().rstrip(",;:-")
+    if not any(c.isalnum() for c in shown):
+        return ""  # punctuation alone shows nothing
+    return shown if shown[-1] in _END else shown + "."
+
+
 def _context(conversation: str) -> str:
     """The reference context with the speakers named by role (A: -> Assistant:)."""
     lines = []
@@ -137,7 +147,8 @@ def user_message(conversation: str, level: int, hint: str, next_speaker: str) ->
     """One request's question: the context, then the level's instruction with its view of the hint.
     The context comes first, so consecutive steps of a dialogue share all but their last words."""
     who = speaker_name(next_speaker)
-    text = INSTRUCTIONS[min(level, 4)].format(who=who, clue=clue(hint, level))
+    shown = _as_sentence(clue(hint, level))
+    text = INSTRUCTIONS[min(level, 4) if shown else 0].format(who=who, clue=shown)  # nothing to show: no clue
     return f"{_context(conversation)}\n\n{text}"
 
 

@@ -14,7 +14,7 @@ import re
 from text_to_num import alpha2digit
 
 from kame_data.oracle.metrics import tokens
-from kame_data.oracle.prompts import EXAMPLES, content_words
+from kame_data.oracle.prompts import EXAMPLES, INSTRUCTIONS, content_words
 from kame_data.text import to_spoken
 
 MIN_WORDS, MAX_WORDS = 3, 30
@@ -22,7 +22,8 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # it, so checkpointed ladders are rebuilt (the LLM cache still answers every request). 2: a run shared
 # with a few-shot example counts as a copy only when it holds one of that example's own words; 3: a run
 # copied from the conversation is no echo when the hint shows all of its content words.
-REPLIES_VERSION = "3"
+# 4: the prompt's own instruction sentences are cut out of a prediction that repeats them.
+REPLIES_VERSION = "4"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
@@ -44,6 +45,24 @@ _META = re.compile(
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 
+def _instruction_sentences() -> re.Pattern:
+    """The sentences of the level instructions that hold no clue ("Say it nearly the same way."):
+    a small model that was shown one right after the hint's last full stop may go on to write it
+    as part of the reply (~8% of level-4 answers of SmolLM2-135M, prompts v5)."""
+    said = set()
+    for template in INSTRUCTIONS.values():
+        for part in re.split(r"[^.?!]*\{clue\}", template):
+            said.update(x.strip() for x in re.findall(r"[^.?!]+[.?!]?", part) if x.strip(" .?!"))
+    alternatives = []
+    for sentence in sorted(said, key=len, reverse=True):
+        body = re.escape(sentence.rstrip(".?!")).replace(re.escape("{who}"), r"(?:assistant|user|the\s+other\s+speaker)")
+        alternatives.append(body.replace(r"\ ", r"\s+"))
+    return re.compile(r"(?:^|(?<=[.!?,;:]))\s*(?:%s)\s*[.!?]?(?=\s|$)" % "|".join(alternatives), re.IGNORECASE)
+
+
+_INSTRUCTION = _instruction_sentences()
+
+
 def clean_prediction(text: str) -> str:
     """Model output -> short spoken text: no labels, quotes, markup or lists; at most 30 words."""
     lines = text.replace("\r", "").split("\n")
@@ -58,6 +77,7 @@ def clean_prediction(text: str) -> str:
     for _ in range(2):
         out = _LABEL.sub("", out)
     out = re.sub(r"[*_`#<>\[\]{}|\"“”]", "", out)
+    out = _INSTRUCTION.sub(" ", out)
     out = re.sub(r"\s+", " ", out).strip().strip("'").strip()
     # The true reply is spoken text (number words, no symbols); a prediction says "twelve plus four
     # equals sixteen" the same way, not "12 + 4 = 16".

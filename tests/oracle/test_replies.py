@@ -91,6 +91,17 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("It is 50% off, so $3.") == "It is fifty percent off, so three dollars."
 
 
+
+def test_the_prompts_own_instruction_is_cut_out_of_a_reply_that_repeats_it():
+    """Shown 'Assistant will say: ... market. Say it nearly the same way.', a small model may write
+    the instruction after the reply; what is left is the reply (or nothing, which is asked again)."""
+    said = "Sure. She makes eighteen dollars every day at the market. Say it nearly the same way."
+    assert clean_prediction(said) == "Sure. She makes eighteen dollars every day at the market."
+    assert clean_prediction("It's B. User says a short sentence with all of these words. Fine.") == "It's B. Fine."
+    assert classify(clean_prediction("No clue yet. Guess what Assistant says."), "B: hi") == "empty"
+    # the same words inside a sentence of the reply's own stay
+    assert clean_prediction("I will say it nearly the same way as before.") == "I will say it nearly the same way as before."
+
 HINT = "It's B, the Peace of Westphalia. It ended the Thirty Years War in sixteen forty eight."
 
 

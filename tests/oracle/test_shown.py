@@ -69,3 +69,35 @@ def test_the_written_forms_are_the_words_with_their_punctuation(texts):
     assert len(got) == len(words)
     for w, g in zip(words, got):
         assert spoken_words(g) == [w.word]
+
+
+def test_a_clue_shown_as_written_ends_with_one_full_stop():
+    """Level 4 shows the hint as written; its own punctuation ends the sentence (prompts v5)."""
+    said = lambda hint: prompts.user_message("B: Tom has three apples", 4, hint, "A").split("\n\n")[-1]  # noqa: E731
+    assert said("Eight apples.") == "Assistant will say: Eight apples. Say it nearly the same way."
+    assert said("Is it twelve?") == "Assistant will say: Is it twelve? Say it nearly the same way."
+    assert said("It goes, one hundred twenty,") == "Assistant will say: It goes, one hundred twenty. Say it nearly the same way."
+    assert said("eight apples") == "Assistant will say: eight apples. Say it nearly the same way."
+    for role, text in prompts.shared_messages():  # the few-shot example too
+        assert ".." not in text and "?." not in text, text
+
+
+def test_a_level_with_nothing_to_show_asks_as_level_0():
+    """A hint of function words only ('Yes, it is.') has no clue words: no empty 'Clue: .' line."""
+    zero = prompts.user_message("B: Is it?", 0, "", "A")
+    assert prompts.user_message("B: Is it?", 2, "Yes, it is.", "A") == zero
+    assert "Clue: Yes, it is." not in zero and "Clue:" in prompts.user_message("B: Is it?", 2, "Yes, it is water.", "A")
+
+
+_WRITTEN = st.lists(st.tuples(st.sampled_from(["apples", "B", "it's", "twelve", "so", "the"]),
+                              st.sampled_from(["", ",", ".", "?", "!", ";", ":", " -"])), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WRITTEN, st.integers(0, 4))
+def test_no_instruction_adds_doubled_or_dangling_punctuation(pairs, level):
+    """Whatever a written reply ends with, the instruction closes it with one mark of its own."""
+    hint = " ".join(w + p for w, p in pairs)
+    text = prompts.user_message("B: Tom has three apples", level, hint, "A").split("\n\n")[-1]
+    for bad in ("..", ",.", ";.", ":.", "?.", "!.", "-.", "Clue: .", ": ."):
+        assert bad not in text, (hint, text)
