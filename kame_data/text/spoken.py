@@ -17,6 +17,7 @@ from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
 from kame_data.text.numbers import arithmetic, numerals
 from kame_data.text.prepare import abbreviations, asides, clean, glosses, gsm8k_notes, products_and_rates, signs
+from kame_data.text.roman import roman_numerals
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
 from kame_data.text.units import currency, units
@@ -27,8 +28,9 @@ from kame_data.text.units import currency, units
 # by a comma, "ancestors., Alfred" was read with both, a bracketed aside of words is said between
 # commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm"; 5: an acronym in brackets after
 # the words it stands for is said as a gloss, "the European Union, or EU,"; 6: an oxidation state is a
-# number, "iron(III) chloride" is "iron three chloride").
-SPOKEN_VERSION = "6"
+# number, "iron(III) chloride" is "iron three chloride"; 7: Roman numerals whose context makes them numbers,
+# "World War two", "Louis the fourteenth", "DSM three", kame_data/text/roman.py).
+SPOKEN_VERSION = "7"
 
 
 def to_spoken(text: str) -> str:
@@ -47,6 +49,7 @@ def to_spoken(text: str) -> str:
     text = dates_and_times(text)
     text = units(text)
     text = chemistry(text)
+    text = roman_numerals(text)
     text = functions(text)
     text = numerals(text)
     text = symbols(text)

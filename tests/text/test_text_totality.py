@@ -106,13 +106,57 @@ def test_an_acronym_after_the_words_it_stands_for_is_said_as_a_gloss(display, sp
     ("iron (III) chloride", "iron three chloride"),
     ("Fe(III) ions and Co(II)Cl2.", "Fe three ions and Co two Cl two."),
     ("Tin(IV) oxide", "Tin four oxide"),
-    # a label or a numbered statement stays as written
-    ("such as (II) and (III)", "such as II and III"),
+    # not a state: a bracketed label is read as the number a reader says (text/roman.py); lower case stays
+    ("such as (II) and (III)", "such as two and three"),
     ("lead (ii) and tin (iii)", "lead ii and tin iii"),
-    ("statement (IV) is true", "statement IV is true"),
+    ("statement (IV) is true", "statement four is true"),
 ])
 def test_an_oxidation_state_is_read_as_a_number(display, spoken):
     assert to_spoken(display) == spoken
+
+
+@pytest.mark.parametrize("display,spoken", [
+    # real rows of the fixtures (MMLU-Pro test and validation, HSSBench)
+    ("changes in international relations after World War II,", "changes in international relations after World War two,"),
+    ("dissociative disorders listed in DSM-III.", "dissociative disorders listed in DSM three."),
+    ("Suppose Strain I and Strain II are crossed.", "Suppose Strain one and Strain two are crossed."),
+    ("No one understood better than Louis XIV the art", "No one understood better than Louis the fourteenth the art"),
+    ("Bipolar II disorder", "Bipolar two disorder"),
+    ("The privileges and immunities clause of Article IV, Section 2.",
+     "The privileges and immunities clause of Article four, Section two."),
+    # the kinds around them
+    ("Henry VIII and Elizabeth I", "Henry the eighth and Elizabeth the first"),
+    ("Pope John Paul II", "Pope John Paul the second"),
+    ("a Type I error; type II diabetes; photosystem I", "a Type one error; type two diabetes; photosystem one"),
+    ("Statements I and III only", "Statements one and three only"),
+    ("I, II, and IV", "one, two, and four"),
+    ("II only", "two only"),
+    ("Title IX and Chapter XI", "Title nine and Chapter eleven"),
+    # the pronoun, acronyms, letters: as written
+    ("I think I can, and in this section I argue it.", "I think I can, and in this section I argue it."),
+    ("an IV drip and XX chromosomes", "an IV drip and XX chromosomes"),
+    ("Charles, I think", "Charles, I think"),
+    ("I only wanted X and V.", "I only wanted X and V."),
+    ("voltage (V) across (X)", "voltage V across X"),
+    ("or (I) Stayed the same", "or I Stayed the same"),  # MMLU-Pro test 6894: an option's letter
+])
+def test_a_roman_numeral_is_read_as_a_number_where_its_context_makes_it_one(display, spoken):
+    assert to_spoken(display) == spoken
+
+
+_PRONOUN_SENTENCES = st.lists(st.sampled_from(
+    "I think so I said I can I only I and I , but the section class type war case when then Louis we".split()),
+    min_size=1, max_size=12)
+
+
+@fixed(500)
+@given(_PRONOUN_SENTENCES)
+def test_the_pronoun_i_is_never_read_as_a_number(words):
+    """A lone I is a number only after a capitalised counting noun, a term or a regnal name."""
+    text = " ".join(words)
+    spoken = to_spoken(text)
+    if not re.search(r"\b(?:Louis|[A-Z][a-z]+s?)\s+I\b", text) and "war I" not in text:
+        assert " one" not in f" {spoken}" and "first" not in spoken, (text, spoken)
 
 
 @fixed(1000)
