@@ -22,7 +22,8 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # it, so checkpointed ladders are rebuilt (the LLM cache still answers every request). 2: a run shared
 # with a few-shot example counts as a copy only when it holds one of that example's own words; 3: a run
 # copied from the conversation is no echo when the hint shows all of its content words.
-# 4: the prompt's own instruction sentences are cut out of a prediction that repeats them.
+# 4: the prompt's own instruction sentences are cut out of a prediction that repeats them, and a reply
+# clipped to MAX_WORDS ends at its last clause break rather than mid-phrase; "twelve x four" is "twelve times four".
 REPLIES_VERSION = "4"
 
 # Kinds of non-replies, in the order they are checked.
@@ -42,6 +43,9 @@ _META = re.compile(
     r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|(?:no|a|any)\s+(?:hint|clue)|as\s+an\s+ai)\b"
     r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
     re.IGNORECASE)
+_NUMBER_WORD = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|"
+                r"seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|half)")
+_TIMES = re.compile(rf"\b({_NUMBER_WORD})\s+[x×]\s+(?={_NUMBER_WORD}\b)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 
@@ -82,12 +86,23 @@ def clean_prediction(text: str) -> str:
     # The true reply is spoken text (number words, no symbols); a prediction says "twelve plus four
     # equals sixteen" the same way, not "12 + 4 = 16".
     out = to_spoken(out) if re.search(r"[0-9%$£€+=/^]", out) else out
-    words = out.split()
-    if len(words) > MAX_WORDS:
-        clipped = " ".join(words[:MAX_WORDS])
-        cut = max(clipped.rfind(". "), clipped.rfind("? "), clipped.rfind("! "))
-        out = clipped[: cut + 1] if cut > 0 and len(clipped[: cut + 1].split()) >= 10 else clipped
-    return out
+    out = _TIMES.sub(r"\1 times ", out)  # "twelve x four": the letter a model writes for times
+    return _clip(out)
+
+
+def _clip(text: str) -> str:
+    """At most MAX_WORDS words, ended where a speaker could stop: the last sentence end that keeps 10
+    words or more, else the last clause break (',', ';', ':') that does, closed with a full stop;
+    only with neither is the reply cut mid-phrase."""
+    words = text.split()
+    if len(words) <= MAX_WORDS:
+        return text
+    clipped = " ".join(words[:MAX_WORDS])
+    for marks, close in ((".?!", ""), (",;:", ".")):
+        cut = max(clipped.rfind(f"{m} ") for m in marks)
+        if cut > 0 and len(clipped[:cut].split()) >= 10:
+            return clipped[:cut + (1 if not close else 0)] + close
+    return clipped
 
 
 def repair_cut(text: str) -> str:

@@ -80,6 +80,11 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("Assistant: It's B, the Nile.\nUser: thanks") == "It's B, the Nile."
     assert clean_prediction("A: **Sixty** rolls.\n\nInput:\nmore") == "Sixty rolls."
     assert len(clean_prediction(" ".join(["word"] * 50)).split()) == 30
+    # a long reply ends where a speaker could stop: its last sentence end, else its last clause break
+    long = ("A. Force. The reason is that force is measured by Newton's second law of motion, which is equal to "
+            "the mass of an object multiplied by the acceleration of an object in motion")
+    assert clean_prediction(long) == "A. Force. The reason is that force is measured by Newton's second law of motion."
+    assert clean_prediction("It is B. " + long[10:]) == "It is B. The reason is that force is measured by Newton's second law of motion."
     assert clean_prediction("Assistant says: Sixty rolls.") == "Sixty rolls."
     # an option letter or the article that starts a reply is not a speaker label
     assert clean_prediction("B, the Nile. It runs north.") == "B, the Nile. It runs north."
@@ -89,6 +94,8 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("So the total cost is 12 + 4 = 16 dollars. The answer is 16.") == (
         "So the total cost is twelve plus four equals sixteen dollars. The answer is sixteen.")
     assert clean_prediction("It is 50% off, so $3.") == "It is fifty percent off, so three dollars."
+    assert clean_prediction("So that's twelve x four equals forty eight.") == "So that's twelve times four equals forty eight."
+    assert clean_prediction("Solve for x in two x plus one.") == "Solve for x in two x plus one."
 
 
 
