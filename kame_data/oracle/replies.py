@@ -23,7 +23,8 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # with a few-shot example counts as a copy only when it holds one of that example's own words; 3: a run
 # copied from the conversation is no echo when the hint shows all of its content words.
 # 4: the prompt's own instruction sentences are cut out of a prediction that repeats them, and a reply
-# clipped to MAX_WORDS ends at its last clause break rather than mid-phrase; "twelve x four" is "twelve times four".
+# clipped to MAX_WORDS ends at its last clause break rather than mid-phrase; "twelve x four" is "twelve times four",
+# "twenty-three" is "twenty three".
 REPLIES_VERSION = "4"
 
 # Kinds of non-replies, in the order they are checked.
@@ -46,6 +47,8 @@ _META = re.compile(
 _NUMBER_WORD = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|"
                 r"seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|half)")
 _TIMES = re.compile(rf"\b({_NUMBER_WORD})\s+[x×]\s+(?={_NUMBER_WORD}\b)", re.IGNORECASE)
+_HYPHENATED = re.compile(r"\b((?:twen|thir|for|fif|six|seven|eigh|nine)ty)-(one|two|three|four|five|six|seven|eight|"
+                         r"nine)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 
@@ -87,6 +90,7 @@ def clean_prediction(text: str) -> str:
     # equals sixteen" the same way, not "12 + 4 = 16".
     out = to_spoken(out) if re.search(r"[0-9%$£€+=/^]", out) else out
     out = _TIMES.sub(r"\1 times ", out)  # "twelve x four": the letter a model writes for times
+    out = _HYPHENATED.sub(r"\1 \2", out)  # "twenty-three" as spoken text writes it: "twenty three"
     return _clip(out)
 
 

@@ -96,6 +96,7 @@ def test_clean_prediction_stops_at_the_next_turn_and_strips_labels():
     assert clean_prediction("It is 50% off, so $3.") == "It is fifty percent off, so three dollars."
     assert clean_prediction("So that's twelve x four equals forty eight.") == "So that's twelve times four equals forty eight."
     assert clean_prediction("Solve for x in two x plus one.") == "Solve for x in two x plus one."
+    assert clean_prediction("Twenty-three plus forty-two is sixty-five.") == "Twenty three plus forty two is sixty five."
 
 
 
