@@ -11,7 +11,10 @@ runs are acronyms ("IV" drip, "XX" chromosomes, "MIX"):
   ("photosystem I");
 - after a regnal name (Louis, Henry, Elizabeth, Pius ...): "the" and the ordinal, "Louis the fourteenth";
 - after an acronym and a hyphen: "DSM-III" -> "DSM three";
-- in a list of numerals ("I, II and IV", "I and III only") or before "only" ("II only"): the cardinals;
+- in a list of numerals ("I, II and IV", "I and III only") or before "only" ("II only"; "I only" where the
+  same text has such a list or "II only"): the cardinals;
+- as a statement's label at the start of a sentence ("II. Groups are abelian" -> "two: Groups ..."; a
+  lone "I." only where the text also has such a numbered label or list);
 - in brackets, a label: "statement (IV)" -> "statement (four)"; not a lone letter, which is as often
   an option's letter "(I)", a unit "(V)" or a variable "(X)".
 
@@ -68,6 +71,7 @@ _AFTER_ACRONYM = re.compile(rf"(?<![\w'’])([A-Z]{{2,}})-({_NUMERAL})(?![\w'’
 _LIST = re.compile(rf"{_ALONE % _NUMERAL}(?:{_LIST_SEP}{_ALONE % _NUMERAL})+")
 _ONLY = re.compile(rf"{_ONE}(?=\s+only\b)")
 _BRACKETED = re.compile(rf"\(({_NUMERAL})\)")
+_LABEL = re.compile(rf"(?:^|(?<=[.?!:;]\s)|(?<=\n)){_ONE}[.)]\s+(?=[A-Z])")
 
 
 def _cardinal(numeral: str) -> str:
@@ -102,5 +106,11 @@ def roman_numerals(text: str) -> str:
     text = _AFTER_NOUN.sub(_counted, text)
     text = _AFTER_NAME.sub(lambda m: f"{m.group(1)}{m.group(2)}the {num2words(VALUES[m.group(3)], to='ordinal')}"
                            if m.group(1) in REGNAL else m.group(0), text)
+    labels = [m.group(1) for m in _LABEL.finditer(text)]
+    numbered = any(len(m.group(1)) > 1 for m in _ONLY.finditer(text)) or any(
+        _listed(m) != m.group(0) for m in _LIST.finditer(text)) or any(len(x) > 1 for x in labels)
+    # statements labelled at the start of a sentence: "I. Sets are closed. II. Groups are ..."
+    text = _LABEL.sub(lambda m: f"{_cardinal(m.group(1))}: " if len(m.group(1)) > 1 or numbered else m.group(0), text)
     text = _LIST.sub(_listed, text)
-    return _ONLY.sub(lambda m: _cardinal(m.group(1)) if len(m.group(1)) > 1 else m.group(0), text)
+    # "I only" is a numeral where the same text numbers statements ("A, I only; B, II only").
+    return _ONLY.sub(lambda m: _cardinal(m.group(1)) if len(m.group(1)) > 1 or numbered else m.group(0), text)

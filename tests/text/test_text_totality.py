@@ -131,6 +131,9 @@ def test_an_oxidation_state_is_read_as_a_number(display, spoken):
     ("Statements I and III only", "Statements one and three only"),
     ("I, II, and IV", "one, two, and four"),
     ("II only", "two only"),
+    ("Is it A, I only; B, II only; or C, I and III?", "Is it A, one only; B, two only; or C, one and three?"),
+    ("True? I. Sets are closed. II. Groups are abelian.", "True? one: Sets are closed. two: Groups are abelian."),
+    ("I. Introduction", "I. Introduction"),
     ("Title IX and Chapter XI", "Title nine and Chapter eleven"),
     # the pronoun, acronyms, letters: as written
     ("I think I can, and in this section I argue it.", "I think I can, and in this section I argue it."),
