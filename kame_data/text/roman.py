@@ -59,7 +59,7 @@ Ramesses Ramses Thutmose Amenhotep Ptolemy Otto Wilhelm Francis Gustav Gustavus 
 Rudolf Constantine Justinian Leopold Sancho Victor Emmanuel Umberto Carlos Juan Felipe Isabella Isabel Darius
 Xerxes Artaxerxes Cyrus Antiochus Seleucus Tiglath Sargon Shalmaneser Nebuchadnezzar Mehmed Murad Selim
 Suleiman Mahmud Abdul Rama Haakon Olaf Harald Christian Sigismund Casimir Stanislaus Wladyslaw Bolesław
-Boleslaw Manuel Michael Basil Romanus Andronicus Alexios Lothair Pepin Childeric Clovis Hugh Robert David
+Boleslaw Manuel Michael Basil Romanus Andronicus Lothair Pepin Childeric Clovis Hugh Robert David
 Malcolm Duncan Kenneth Alexios Honorius Valentinian Theodosius Julius Marcellus Adrian Hadrian Eugene Eugenius
 """.split())
 
@@ -92,6 +92,16 @@ def _counted(m: re.Match) -> str:
     return f"{noun}{space}{_chain(first, rest or '')}"
 
 
+def _regnal(m: re.Match) -> str:
+    """'Henry VIII' -> 'Henry the eighth'; a lone I only before a stop, 'of' or 'and' ("Elizabeth I and
+    James I"), since "when I met Michael I was" is the pronoun."""
+    name, space, numeral = m.groups()
+    after = m.string[m.end():]
+    if name not in REGNAL or (numeral == "I" and not re.match(r"\s*(?:$|[,.;:!?)]|(?:of|and)\b)", after)):
+        return m.group(0)
+    return f"{name}{space}the {num2words(VALUES[numeral], to='ordinal')}"
+
+
 def _listed(m: re.Match) -> str:
     items = re.findall(_ALONE % f"({_NUMERAL})", m.group(0))
     if len(set(items)) < 2 or all(len(x) == 1 for x in items):  # "I, I"; "I or V": letters as likely
@@ -104,8 +114,7 @@ def roman_numerals(text: str) -> str:
     text = _BRACKETED.sub(lambda m: f"({_cardinal(m.group(1))})" if len(m.group(1)) > 1 else m.group(0), text)
     text = _AFTER_ACRONYM.sub(lambda m: f"{m.group(1)} {_cardinal(m.group(2))}", text)
     text = _AFTER_NOUN.sub(_counted, text)
-    text = _AFTER_NAME.sub(lambda m: f"{m.group(1)}{m.group(2)}the {num2words(VALUES[m.group(3)], to='ordinal')}"
-                           if m.group(1) in REGNAL else m.group(0), text)
+    text = _AFTER_NAME.sub(_regnal, text)
     labels = [m.group(1) for m in _LABEL.finditer(text)]
     numbered = any(len(m.group(1)) > 1 for m in _ONLY.finditer(text)) or any(
         _listed(m) != m.group(0) for m in _LIST.finditer(text)) or any(len(x) > 1 for x in labels)

@@ -29,8 +29,9 @@ from kame_data.text.units import currency, units
 # commas, and engineering units are read: "1.5 MPa", "10 mH", "1200 rpm"; 5: an acronym in brackets after
 # the words it stands for is said as a gloss, "the European Union, or EU,"; 6: an oxidation state is a
 # number, "iron(III) chloride" is "iron three chloride"; 7: Roman numerals whose context makes them numbers,
-# "World War two", "Louis the fourteenth", "DSM three", kame_data/text/roman.py; 8: statement labels, "two: Groups are").
-SPOKEN_VERSION = "8"
+# "World War two", "Louis the fourteenth", "DSM three", kame_data/text/roman.py; 8: statement labels,
+# "two: Groups are"; 9: a lone I after a regnal name only before a stop, "of" or "and").
+SPOKEN_VERSION = "9"
 
 
 def to_spoken(text: str) -> str:

@@ -139,6 +139,8 @@ def test_an_oxidation_state_is_read_as_a_number(display, spoken):
     ("I think I can, and in this section I argue it.", "I think I can, and in this section I argue it."),
     ("an IV drip and XX chromosomes", "an IV drip and XX chromosomes"),
     ("Charles, I think", "Charles, I think"),
+    ("When I met Michael I was ten.", "When I met Michael I was ten."),
+    ("Elizabeth I, then Peter I of Russia", "Elizabeth the first, then Peter the first of Russia"),
     ("I only wanted X and V.", "I only wanted X and V."),
     ("voltage (V) across (X)", "voltage V across X"),
     ("or (I) Stayed the same", "or I Stayed the same"),  # MMLU-Pro test 6894: an option's letter
