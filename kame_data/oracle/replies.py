@@ -44,11 +44,12 @@ _META = re.compile(
     r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|(?:no|a|any)\s+(?:hint|clue)|as\s+an\s+ai)\b"
     r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
     re.IGNORECASE)
-_NUMBER_WORD = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|"
-                r"seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|half)")
+_UNITS = "one|two|three|four|five|six|seven|eight|nine"
+_TENS = "(?:twen|thir|for|fif|six|seven|eigh|nine)ty"
+_NUMBER_WORD = (rf"(?:zero|{_UNITS}|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|{_TENS}|"
+                r"hundred|thousand|million|half)")
 _TIMES = re.compile(rf"\b({_NUMBER_WORD})\s+[x×]\s+(?={_NUMBER_WORD}\b)", re.IGNORECASE)
-_HYPHENATED = re.compile(r"\b((?:twen|thir|for|fif|six|seven|eigh|nine)ty)-(one|two|three|four|five|six|seven|eight|"
-                         r"nine)\b", re.IGNORECASE)
+_HYPHENATED = re.compile(rf"\b({_TENS})-({_UNITS})\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 
@@ -102,10 +103,12 @@ def _clip(text: str) -> str:
     if len(words) <= MAX_WORDS:
         return text
     clipped = " ".join(words[:MAX_WORDS])
-    for marks, close in ((".?!", ""), (",;:", ".")):
-        cut = max(clipped.rfind(f"{m} ") for m in marks)
-        if cut > 0 and len(clipped[:cut].split()) >= 10:
-            return clipped[:cut + (1 if not close else 0)] + close
+    end = max(clipped.rfind(f"{m} ") for m in ".?!")
+    if end > 0 and len(clipped[:end].split()) >= 10:
+        return clipped[:end + 1]
+    brk = max(clipped.rfind(f"{m} ") for m in ",;:")
+    if brk > 0 and len(clipped[:brk].split()) >= 10:
+        return clipped[:brk] + "."
     return clipped
 
 

@@ -115,11 +115,14 @@ def roman_numerals(text: str) -> str:
     text = _AFTER_ACRONYM.sub(lambda m: f"{m.group(1)} {_cardinal(m.group(2))}", text)
     text = _AFTER_NOUN.sub(_counted, text)
     text = _AFTER_NAME.sub(_regnal, text)
-    labels = [m.group(1) for m in _LABEL.finditer(text)]
-    numbered = any(len(m.group(1)) > 1 for m in _ONLY.finditer(text)) or any(
-        _listed(m) != m.group(0) for m in _LIST.finditer(text)) or any(len(x) > 1 for x in labels)
-    # statements labelled at the start of a sentence: "I. Sets are closed. II. Groups are ..."
-    text = _LABEL.sub(lambda m: f"{_cardinal(m.group(1))}: " if len(m.group(1)) > 1 or numbered else m.group(0), text)
+    # Does the text number statements? Then a lone "I." label and "I only" are numerals too.
+    numbered = _LIST.sub(_listed, text) != text or any(len(m.group(1)) > 1 for p in (_LABEL, _ONLY)
+                                                       for m in p.finditer(text))
+
+    def numeral(m: re.Match, said: str) -> str:
+        return said if len(m.group(1)) > 1 or numbered else m.group(0)
+
+    # Labels first: "II. III and V" is the label of a statement that starts with a list.
+    text = _LABEL.sub(lambda m: numeral(m, f"{_cardinal(m.group(1))}: "), text)
     text = _LIST.sub(_listed, text)
-    # "I only" is a numeral where the same text numbers statements ("A, I only; B, II only").
-    return _ONLY.sub(lambda m: _cardinal(m.group(1)) if len(m.group(1)) > 1 or numbered else m.group(0), text)
+    return _ONLY.sub(lambda m: numeral(m, _cardinal(m.group(1))), text)
