@@ -115,6 +115,20 @@ def products_and_rates(text: str) -> str:
                   lambda m: f"{m.group(1) or m.group(2)} ÷ ", text)
 
 
+# Credit terms: "2/10, n/30" is a 2% discount within 10 days, the net amount due in 30. Said as
+# accountants say it, "two ten, net thirty", not "two tenths, n over thirty" (MMLU-Pro business rows
+# write "(2/10), (n/30)"); the net days are more than the discount's. A lone "n/30" is a term only
+# after "terms": "n/2 pairs" stays a division.
+_TERMS = re.compile(r"\(?(?<![\w/.])(\d{1,2}(?:\.\d+)?)/(\d{1,3})\)?\s*,?\s*\(?[nN](?:et)?\s*/\s*(\d{2,3})\b\)?")
+_NET_TERMS = re.compile(r"\b([Tt]erms?(?:\s+(?:of|are|were|is|was))?:?\s+)\(?[nN](?:et)?\s*/\s*(\d{1,3})\b\)?")
+
+
+def credit_terms(text: str) -> str:
+    """'(2/10), (n/30)' -> '2 10, net 30' (the numbers are read by later passes)."""
+    text = _TERMS.sub(lambda m: f"{m[1]} {m[2]}, net {m[3]}" if int(m[3]) > int(m[2]) else m[0], text)
+    return _NET_TERMS.sub(lambda m: f"{m[1]}net {m[2]}", text)
+
+
 # Unit symbols the units pass reads itself ('g/mol', 'km/min'), so 'per' is not put in before it.
 _UNIT_WORDS = {"mol", "mole", "min", "sec", "hr", "hrs", "cal", "kcal", "atm", "mph", "kwh"}
 

@@ -16,7 +16,8 @@ from kame_data.text.compounds import run_together
 from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
 from kame_data.text.numbers import arithmetic, numerals
-from kame_data.text.prepare import abbreviations, asides, clean, glosses, gsm8k_notes, products_and_rates, signs
+from kame_data.text.prepare import (abbreviations, asides, clean, credit_terms, glosses, gsm8k_notes,
+                                    products_and_rates, signs)
 from kame_data.text.roman import roman_numerals
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
@@ -30,13 +31,15 @@ from kame_data.text.units import currency, units
 # the words it stands for is said as a gloss, "the European Union, or EU,"; 6: an oxidation state is a
 # number, "iron(III) chloride" is "iron three chloride"; 7: Roman numerals whose context makes them numbers,
 # "World War two", "Louis the fourteenth", "DSM three", kame_data/text/roman.py; 8: statement labels,
-# "two: Groups are"; 9: a lone I after a regnal name only before a stop, "of" or "and").
-SPOKEN_VERSION = "9"
+# "two: Groups are"; 9: a lone I after a regnal name only before a stop, "of" or "and"; 10: credit terms,
+# "(2/10), (n/30)" is "two ten, net thirty").
+SPOKEN_VERSION = "10"
 
 
 def to_spoken(text: str) -> str:
     """The spoken form of display text: spoken text (no digit, no symbol), for any string."""
     text = clean(text)
+    text = credit_terms(text)
     text = gsm8k_notes(text)
     text = signs(text)
     text = abbreviations(text)

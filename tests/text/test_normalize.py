@@ -67,7 +67,7 @@ FIXTURE_CASES = [
     ('A bond yielding 5% interest', 'A bond yielding five percent interest'),
     ('58% of students liked the color blue, 45% preferred green', 'fifty eight percent of students liked the color blue, forty five percent preferred green'),
     ('growing at a rate of 3-to-5 percent each year', 'growing at a rate of three to five percent each year'),
-    ('The terms were (2/10), (n/30).', 'The terms were two tenths, n over thirty.'),
+    ('The terms were (2/10), (n/30).', 'The terms were two ten, net thirty.'),
     ('$\\frac{1}{2}$ of the pie', 'one half of the pie'),
     ('a $\\frac{3}{4}$ share', 'a three quarters share'),
     ('At 9 GHz the inside dimensions', 'At nine gigahertz the inside dimensions'),

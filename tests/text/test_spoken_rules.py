@@ -135,6 +135,16 @@ RULES = {
         ("The shaft turns at 1200 rpm.", "The shaft turns at one thousand two hundred revolutions per minute."),
         ("A 10 hp motor runs on 20 cc of fuel.", "A ten horsepower motor runs on twenty cubic centimeters of fuel."),
     ],
+    # credit terms as accountants say them; a slash between other numbers stays what it was
+    "credit_terms": [
+        ("The terms were (2/10), (n/30). If Paul paid",  # MMLU-Pro test, business
+         "The terms were two ten, net thirty. If Paul paid"),
+        ("discount terms (3/10), (n/30) R.O.G. If", "discount terms three ten, net thirty R O G. If"),
+        ("on terms of n/60.", "on terms of net sixty."),
+        ("Terms 1/15, n/60 apply", "Terms one fifteen, net sixty apply"),
+        ("the ratio 3/4, n/2", "the ratio three quarters, n divided by two"),
+        ("n/2 pairs", "n over two pairs"),
+    ],
 }
 CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]
 
