@@ -6,7 +6,7 @@ A small simulator cannot follow "use the hint, but not verbatim"; it copies what
 So each level shows a larger view of the hint (docs/design.md: level 1 keywords … level 4 close to the
 hint), and the hint's influence grows with the level by construction:
   0  no hint;  1  about a third of the hint's content words;  2  three quarters of them;
-  3  all of them, as loose words;  4  the hint itself.
+  3  all of them (each level as the runs of the hint they stand in);  4  the hint itself.
 Where the backend takes a prefilled answer, levels 3 and 4 also start the answer with the hint's
 first words (REPLY_START_SHARE), and the model continues from there.
 The few-shot examples were written for kame-data (no benchmark text) and show one reply per level.
@@ -21,7 +21,7 @@ from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import LadderStep
 from kame_data.records import ROLE
 
-PROMPT_VERSION = "5"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py); 5: one full stop
+PROMPT_VERSION = "6"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py); 5: one full stop; 6: clue phrases
 
 SYSTEM = (
     "You write what the next speaker of a spoken conversation says next. Answer as that speaker, "
@@ -109,11 +109,59 @@ def content_words(text: str) -> list[str]:
 
 def clue_words(hint: str, level: int) -> list[str]:
     """The hint's content words a level may show: the first share of them, in the hint's order."""
-    seen = _content(hint, letters=True)
-    if not seen:
+    return _content(" ".join(" ".join(p) for p in clue_phrases(hint, level)), letters=True)
+
+
+# A number said in words runs across "and" ("two hundred and four"): one phrase, not two.
+_NUMBER = re.compile(r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty|"
+                     r"hundred|thousand|million|billion|point|half)$", re.IGNORECASE)
+_TOKEN = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?|[^\sA-Za-z0-9]")
+
+
+def _phrase_runs(hint: str) -> list[list[str]]:
+    """The hint's runs of content words, in order: a function word or a punctuation mark ends one,
+    except an "and" inside a number ("two hundred and four dollars" stays one run)."""
+    toks = _TOKEN.findall(hint)
+    runs: list[list[str]] = [[]]
+    for i, t in enumerate(toks):
+        word = t[0].isalnum()
+        if word and _content(t, True) == [t]:
+            runs[-1].append(t)
+        elif (t.lower() == "and" and runs[-1] and _NUMBER.match(runs[-1][-1])
+              and i + 1 < len(toks) and _NUMBER.match(toks[i + 1])):
+            runs[-1].append(t)
+        elif runs[-1]:
+            runs.append([])
+    return [r for r in runs if r]
+
+
+def clue_phrases(hint: str, level: int) -> list[list[str]]:
+    """What a level shows of the hint: its runs of content words, in order, until they hold the level's
+    share of its distinct content words (the last run cut there); a run that adds no new word is left
+    out. Shown as phrases, not loose words: shown "fifty, six, dollars, eighty, cents", a small
+    model answered "five, dollars, eighty, cents"; "fifty six dollars, eighty six cents" it can say."""
+    total = len(_content(hint, letters=True))
+    if not total:
         return []
-    n = max(1, min(MAX_KEYWORDS[level], math.ceil(len(seen) * KEYWORD_SHARE[level])))
-    return seen[:n]
+    budget = max(1, min(MAX_KEYWORDS[level], math.ceil(total * KEYWORD_SHARE[level])))
+    seen: set[str] = set()
+    out: list[list[str]] = []
+    for run in _phrase_runs(hint):
+        if len(seen) >= budget:
+            break
+        if all(w.lower() in seen for w in run if w.lower() != "and"):
+            continue
+        kept: list[str] = []
+        for w in run:
+            if w.lower() not in seen and w.lower() != "and" and len(seen) >= budget:
+                break
+            kept.append(w)
+            if w.lower() != "and":
+                seen.add(w.lower())
+        while kept and kept[-1].lower() == "and":
+            kept.pop()
+        out.append(kept)
+    return out
 
 
 def clue(hint: str, level: int) -> str:
@@ -122,7 +170,7 @@ def clue(hint: str, level: int) -> str:
         return ""
     if level >= 4:
         return hint
-    return ", ".join(clue_words(hint, level))
+    return ", ".join(" ".join(run) for run in clue_phrases(hint, level))
 
 
 def _as_sentence(shown: str) -> str:

@@ -1,14 +1,15 @@
 """From model output to a spoken reply, and the ways an output fails to be one.
 
 A small simulator often answers *about* the conversation ("A's next response would be …",
-"responds: …", "You cannot predict …"), repeats the user's words, stops after a word or two, or
-runs out of tokens mid-word. `classify` names each of these so the stage can ask again (within its
-retry budget) and count every kind in the manifest.
+"responds: …", "You cannot predict …"), repeats the user's words, says the same words over and
+over, stops after a word or two, or runs out of tokens mid-word. `classify` names each of these so
+the stage can ask again (within its retry budget) and count every kind in the manifest.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 import re
 
 from text_to_num import alpha2digit
@@ -25,11 +26,13 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # 4: the prompt's own instruction sentences are cut out of a prediction that repeats them, and a reply
 # clipped to MAX_WORDS ends at its last clause break rather than mid-phrase; "twelve x four" is "twelve times four",
 # "twenty-three" is "twenty three".
-REPLIES_VERSION = "4"
+# 5: a reply that says the same words over and over is a LOOP; talk about the task ("a short sentence with
+# all of these words", "guess what Assistant says") is META.
+REPLIES_VERSION = "5"
 
 # Kinds of non-replies, in the order they are checked.
-EMPTY, SHORT, META, ECHO, CUT, EXAMPLE = "empty", "too_short", "meta", "echo", "cut", "example"
-KINDS = (EMPTY, SHORT, META, ECHO, CUT, EXAMPLE)
+EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP = "empty", "too_short", "meta", "echo", "cut", "example", "loop"
+KINDS = (EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP)
 
 # A speaker label ("A:", "Assistant says", "Reply -"): a name, then a colon, a dash or a speech verb.
 # Without one the word is the reply's own ("A baker makes…", "B, the Nile", "Answer is…"): kept.
@@ -41,7 +44,10 @@ _OTHER_LINE = re.compile(r"^\s*(?:(?:speaker\s+)?[AB]|assistant|user|###)\s*:?",
 _META = re.compile(
     r"\b(?:next\s+(?:response|reply|turn|sentence|thing\s+(?:they|he|she)\s+says?)|(?:speaker|person)\s+[AB]\b|"
     r"[AB]'s\s+(?:next|reply|response|answer|turn)|(?:cannot|can't|can\s+not|impossible\s+to)\s+(?:predict|tell|know)|"
-    r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|(?:no|a|any)\s+(?:hint|clue)|as\s+an\s+ai)\b"
+    r"predictions?|the\s+(?:conversation|hint|clue|clue\s+words)\b|(?:no|a|any)\s+(?:hint|clue)|as\s+an\s+ai|"
+    # the instruction, reworded into the answer: "I'll just make it a sentence with all of these words"
+    r"all\s+(?:of\s+)?(?:these|the|those)\s+words|short\s+sentence|nearly\s+the\s+same\s+way|"
+    r"guess\s+what\s+(?:assistant|user|the\s+other\s+speaker|(?:I|he|she|they)\s+(?:would\s+)?says?)\b)\b"
     r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
     re.IGNORECASE)
 _UNITS = "one|two|three|four|five|six|seven|eight|nine"
@@ -201,4 +207,18 @@ def classify(text: str, context: str, shown: str = "", truncated: bool = False) 
         return ECHO
     if copies_example(text, context, shown):
         return EXAMPLE
+    if loops(text):
+        return LOOP
     return ""
+
+
+LOOP_RUN, LOOP_TIMES = 4, 3
+
+
+def loops(prediction: str) -> bool:
+    """True when a run of LOOP_RUN tokens comes LOOP_TIMES times or more: the sampler caught in a loop
+    ("she will get the answer to her question, she will get the answer to her question, she will …").
+    A reply that says its answer twice ("It's B. So the answer is B.") is no loop."""
+    p = tokens(prediction)
+    runs = [tuple(p[i:i + LOOP_RUN]) for i in range(len(p) - LOOP_RUN + 1)]
+    return any(n >= LOOP_TIMES for n in Counter(runs).values())

@@ -10,7 +10,7 @@ import pytest
 from kame_data.llm.base import ChatBackend, ChatRequest
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, META, SHORT, classify, clean_prediction, repair_cut
+from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, LOOP, META, SHORT, classify, clean_prediction, repair_cut
 from kame_data.records import CHANNEL, Word
 from tests.steps import run_flat
 
@@ -44,6 +44,19 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
     ("The trade discount is two dollars, the list price minus the net price.", ""),
     ("It's D, two dollars.", ""),
     ("Scientists predict the rain will stop by the evening.", ""),
+    # the instruction reworded into the answer (prompts v5, 40 real GSM8K / MMLU-Pro dialogues, levels 0-3)
+    ("That would be B, five dollars. I'll just make it a sentence with all of these words.", META),
+    ("I'll show you a short sentence. The answer is two.", META),
+    ("D. Guess what Assistant says, that's a very common question.", META),
+    ("Guess what I would say, I would say: the answer is two dollars.", META),
+    ("Guess what, the answer is two dollars.", ""),
+    # the sampler caught in a loop (same source): a run of words three times over
+    ("She will get the answer to her question, she will get the answer to her question, she will get the "
+     "answer to her question.", LOOP),
+    ("D, four point four, so the answer is fourteen point four, so the answer is fourteen point four, so the "
+     "answer is fourteen point four.", LOOP),
+    # an answer said twice is a reply
+    ("The discount is two dollars. So the answer is two dollars, the answer is two.", ""),
 ])
 def test_classify(text, kind):
     assert classify(clean_prediction(text), CONTEXT) == kind

@@ -101,3 +101,33 @@ def test_no_instruction_adds_doubled_or_dangling_punctuation(pairs, level):
     text = prompts.user_message("B: Tom has three apples", level, hint, "A").split("\n\n")[-1]
     for bad in ("..", ",.", ";.", ":.", "?.", "!.", "-.", "Clue: .", ": ."):
         assert bad not in text, (hint, text)
+
+
+def test_clues_show_phrases_so_numbers_stay_whole():
+    """Levels 1-3 show runs of the hint's content words, not loose words (prompts v6): shown 'fifty,
+    six, dollars, eighty, cents', SmolLM2-135M answered 'five, dollars, eighty, cents'."""
+    hint = "That would be B, fifty six dollars and eighty six cents."
+    assert prompts.clue(hint, 3) == "B, fifty six dollars, eighty six cents"
+    assert prompts.clue("Sure. The charge was two hundred and four dollars.", 3) == "Sure, charge, two hundred and four dollars"
+    assert prompts.clue(hint, 1) == "B, fifty"  # a third of its six content words, cut mid-run
+
+
+_HINT_WORDS = st.sampled_from(["apples", "B", "the", "twelve", "and", "hundred", "four", "so", "it's", "war", "of"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_HINT_WORDS, st.sampled_from(["", "", ",", "."])), max_size=14))
+def test_clue_phrases_are_runs_of_the_hint_that_grow_with_the_level(pairs):
+    hint = " ".join(w + p for w, p in pairs)
+    distinct = prompts._content(hint, letters=True)
+    flat = [w for w, _ in pairs]
+    shown = []
+    for level in (1, 2, 3):
+        words = prompts.clue_words(hint, level)
+        budget = min(prompts.MAX_KEYWORDS[level], -(-len(distinct) * prompts.KEYWORD_SHARE[level] // 1))
+        assert words == distinct[:len(words)] and len(words) == (max(1, budget) if distinct else 0)
+        for run in prompts.clue_phrases(hint, level):  # each phrase is words the hint says in a row
+            assert run and run[-1].lower() != "and"
+            assert any(flat[i:i + len(run)] == run for i in range(len(flat)))
+        shown.append(set(words))
+    assert shown[0] <= shown[1] <= shown[2]
