@@ -190,10 +190,14 @@ def test_retry_after_3600_ends_within_the_configured_deadline(caplog):
     print(f"Retry-After 3600: wall {wall:.2f} s, bound {bound:.2f} s")
     assert all(r.error == "rate_limited" for r in results)
     assert cfg.max_retries * cfg.max_retry_after <= wall <= bound + 2.0, (wall, bound)
-    assert summary["retry_after_capped"] == 4 * cfg.max_retries and summary["failed_attempts"] == 4 * 3
-    assert summary["retry_wait_s"] >= 4 * cfg.max_retries * cfg.max_retry_after
+    # The four requests share one item: once one of them gives up, a request of that item that has not
+    # yet begun its next attempt returns the same verdict without trying (openai_backend._attempts), so
+    # on a busy machine a lagging request may skip its last attempt. Every capped wait follows a failure.
+    assert cfg.max_retries <= summary["retry_after_capped"] <= 4 * cfg.max_retries
+    assert summary["retry_after_capped"] + 1 <= summary["failed_attempts"] <= 4 * (cfg.max_retries + 1)
+    assert summary["retry_wait_s"] >= summary["retry_after_capped"] * cfg.max_retry_after
     lines = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
-    assert 1 <= len(lines) <= cfg.max_retries, lines  # eight waits, one line per stretch of waiting
+    assert 1 <= len(lines) <= cfg.max_retries, lines  # up to eight waits, one line per stretch of waiting
     assert "asked to wait 3600 s (Retry-After); waiting 1.0 s (max_retry_after)" in lines[0]
 
 
