@@ -113,7 +113,8 @@ def clue_words(hint: str, level: int) -> list[str]:
 
 
 # A number said in words runs across "and" ("two hundred and four"): one phrase, not two.
-_NUMBER = re.compile(r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\w+teen|\w+ty|"
+_NUMBER = re.compile(r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                     r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
                      r"hundred|thousand|million|billion|point|half)$", re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?|[^\sA-Za-z0-9]")
 
