@@ -20,6 +20,7 @@ import re
 from kame_data.llm.base import ChatRequest
 from kame_data.oracle.ladder import LadderStep
 from kame_data.records import ROLE
+from kame_data.text.numbers import NUMBER_WORD
 
 PROMPT_VERSION = "6"  # 4: the hint is shown as written, punctuation kept (oracle/shown.py); 5: one full stop; 6: clue phrases
 
@@ -113,9 +114,7 @@ def clue_words(hint: str, level: int) -> list[str]:
 
 
 # A number said in words runs across "and" ("two hundred and four"): one phrase, not two.
-_NUMBER = re.compile(r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                     r"(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|"
-                     r"hundred|thousand|million|billion|point|half)$", re.IGNORECASE)
+_NUMBER = re.compile(rf"(?:{NUMBER_WORD}|billion|point)$", re.IGNORECASE)
 _TOKEN = re.compile(r"[A-Za-z0-9]+(?:'[A-Za-z]+)?|[^\sA-Za-z0-9]")
 
 

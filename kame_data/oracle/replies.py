@@ -9,14 +9,15 @@ the stage can ask again (within its retry budget) and count every kind in the ma
 from __future__ import annotations
 
 import math
-from collections import Counter
 import re
+from collections import Counter
 
 from text_to_num import alpha2digit
 
 from kame_data.oracle.metrics import tokens
 from kame_data.oracle.prompts import EXAMPLES, INSTRUCTIONS, content_words
 from kame_data.text import to_spoken
+from kame_data.text.numbers import NUMBER_WORD, TENS_WORDS, UNIT_WORDS
 
 MIN_WORDS, MAX_WORDS = 3, 30
 # Bump when `classify` or `clean_prediction` changes what is kept: the oracle step's identity carries
@@ -50,12 +51,8 @@ _META = re.compile(
     r"guess\s+what\s+(?:assistant|user|the\s+other\s+speaker|(?:I|he|she|they)\s+(?:would\s+)?says?)\b)\b"
     r"|^\s*(?:responds|replies|says|answers|no\s+answer)\b",
     re.IGNORECASE)
-_UNITS = "one|two|three|four|five|six|seven|eight|nine"
-_TENS = "(?:twen|thir|for|fif|six|seven|eigh|nine)ty"
-_NUMBER_WORD = (rf"(?:zero|{_UNITS}|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|{_TENS}|"
-                r"hundred|thousand|million|half)")
-_TIMES = re.compile(rf"\b({_NUMBER_WORD})\s+[x×]\s+(?={_NUMBER_WORD}\b)", re.IGNORECASE)
-_HYPHENATED = re.compile(rf"\b({_TENS})-({_UNITS})\b", re.IGNORECASE)
+_TIMES = re.compile(rf"\b({NUMBER_WORD})\s+[x×]\s+(?={NUMBER_WORD}\b)", re.IGNORECASE)
+_HYPHENATED = re.compile(rf"\b({TENS_WORDS})-({UNIT_WORDS})\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 
 

@@ -22,6 +22,12 @@ VALUE = rf"\d+\s+{FRACTION}|{FRACTION}|{NUM}"
 # A fraction there is a numeral, '/' and a numeral, so a chain matches one way only; were a term a
 # fraction too, a chain of n fractions that fails to match would be retried in 2^n ways (a hang).
 OPERAND = rf"\d+\s+{FRACTION}|{NUM}"
+# Number words as spoken text writes them (regular-expression alternatives, no groups to capture): the
+# units, the tens, and any word of a number said in words ("twenty three", "one hundred", "half").
+UNIT_WORDS = "one|two|three|four|five|six|seven|eight|nine"
+TENS_WORDS = "(?:twen|thir|for|fif|six|seven|eigh|nine)ty"
+NUMBER_WORD = (rf"(?:zero|{UNIT_WORDS}|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|{TENS_WORDS}|"
+               r"hundred|thousand|million|half)")
 # The most digits a number name covers (num2words names numbers below 10**306). A longer run is a
 # digit string (a serial, a hash, a long expansion), read digit by digit (prepare.py's `clean`).
 NAMED_DIGITS = len(str(CONVERTER_CLASSES["en"].MAXVAL)) - 1
