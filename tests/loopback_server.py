@@ -62,7 +62,7 @@ def reply_for(messages: list[dict]) -> str:
     """A plausible short spoken reply: echoes what the prompt shows of the hint when it shows some,
     else a few of the last words (never so many that it would read as repeating the user)."""
     text = messages[-1].get("content", "") if messages else ""
-    m = re.search(r"(?:Hint|Clue words|will say): (.+?)(?:\. [A-Z]|$)", text, re.M)
+    m = re.search(r"(?:Hint|Clue words|Clue|will say): (.+?)(?:\. [A-Z]|$)", text, re.M)
     base = m.group(1) if m else " ".join((text.split("\n")[-3] if text.count("\n") >= 2 else text).split()[-4:])
     words = re.sub(r"[^A-Za-z' ]", " ", base).split()[:18]
     return "I think " + " ".join(words or ["that", "is", "a", "good", "question"]) + "."

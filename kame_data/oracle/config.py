@@ -19,7 +19,7 @@ class OracleConfig:
 
     interval: Annotated[float, Schema(exclusiveMinimum=0)] = 0.5  # seconds between two oracle events (the step Δ)
     target: Literal["assistant", "user", "both"] = "assistant"  # the speaker whose next turn is predicted (both: either); other events are skipped
-    retries: Annotated[int, Schema(minimum=0)] = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS)
+    retries: Annotated[int, Schema(minimum=0)] = 2  # extra attempts (new seed) for a prediction that is not a reply (replies.KINDS) or ignores the clue
     # Another draw of every prediction (the same ladders and prompts, other samples): attempt k of a step
     # is sampled with seed 1000 * seed + k. For comparing prompts or models over several draws.
     seed: Annotated[int, Schema(minimum=0)] = 0

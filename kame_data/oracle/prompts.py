@@ -77,7 +77,7 @@ EXAMPLES = (
 )
 
 # Function words never shown as clue words: they carry no content a listener could predict from.
-_FUNCTION_WORDS = frozenset("""
+FUNCTION_WORDS = frozenset("""
 a an the and or but so of to in on at by for from with as is are was were be been being it its it's
 that that's this these those there here then than i i'd i'm you we they he she his her their our your my me
 us them do does did done not no yes if into about which what who whom whose how why when where
@@ -97,7 +97,7 @@ def _content(text: str, letters: bool) -> list[str]:
     seen: set[str] = set()
     for w in _WORD.findall(text):
         low = w.lower()
-        if (low not in _FUNCTION_WORDS or letters and len(w) == 1 and w.isupper()) and low not in seen:
+        if (low not in FUNCTION_WORDS or letters and len(w) == 1 and w.isupper()) and low not in seen:
             seen.add(low)
             out.append(w)
     return out

@@ -14,7 +14,7 @@ from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
-from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut
+from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut, usable
 from kame_data.oracle.shown import written_forms
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.scrub import scrub
@@ -112,8 +112,9 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
 
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
-        up to `retries` times; a prediction stays '' when every attempt failed. A step the service
-        failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
+        up to `retries` times; a prediction stays '' when every attempt failed. A poor reply
+        (replies.SOFT: it ignores the clue) is asked again too, and stands unless an attempt does
+        better. A step the service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
         nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
         hole a rerun might fill. Requests carry their dialogue's id, so a remote backend tells one
         dialogue's failures from the service's (llm/health.py)."""
@@ -123,6 +124,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         out = [[(s.true_reply, "") if (s.level == 5 and direct) else ("", "") for s in steps] for steps in ladders]
         pending = [[i for i, s in enumerate(steps) if not (s.level == 5 and direct)] for steps in ladders]
         last: dict[tuple[int, int], str] = {}  # the latest non-reply kind of each step still pending
+        soft: dict[tuple[int, int], str] = {}  # steps holding a usable but poor reply: its kind (replies.SOFT)
         for attempt in range(self.cfg.retries + 1):
             live = [d for d, p in enumerate(pending) if p]
             if not live:
@@ -139,7 +141,14 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
                     # A failure's detail names its kind first ("timeout (…); its requests failed for …").
                     error = f"{REFUSED}: {res.refusal}" if res.refused else (res.detail or res.error)
-                    out[d][i] = (text, "") if not kind else ("", error)
+                    if usable(kind):
+                        out[d][i] = (text, "")
+                        if kind:
+                            soft[d, i] = kind
+                        else:
+                            soft.pop((d, i), None)
+                    elif (d, i) not in soft or error:  # a poor reply stands until a better one comes
+                        out[d][i] = ("", error)
                     if kind:
                         still.append(i)
                         last[d, i] = kind
@@ -148,8 +157,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                 if failed:
                     for i in still:
                         last.pop((d, i), None)
-        for kind in last.values():  # no reply after every attempt: the event is dropped
-            self._count(f"dropped_{kind}")
+        for key, kind in last.items():  # no reply after every attempt: the event keeps a poor one, or is dropped
+            self._count(f"kept_{soft[key]}" if key in soft else f"dropped_{kind}")
         return out
 
     def _reply(self, step: LadderStep, res, max_tokens: int) -> tuple[str, str]:
@@ -159,7 +168,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         truncated = res.completion_tokens >= max_tokens
         if truncated and text:
             repaired = repair_cut(text)
-            if repaired and repaired != text and not classify(repaired, step.conversation_context, shown):
+            if repaired and repaired != text and usable(classify(repaired, step.conversation_context, shown)):
                 text, truncated = repaired, False
                 self._count("cut_repaired")
         kind = (REFUSED if res.refused else "service_error") if res.error else \

@@ -6,12 +6,16 @@ import hashlib
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kame_data.llm.base import ChatBackend, ChatRequest
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.replies import CUT, ECHO, EMPTY, EXAMPLE, LOOP, META, SHORT, classify, clean_prediction, repair_cut
+from kame_data.oracle.replies import (CUT, ECHO, EMPTY, EXAMPLE, IGNORES_CLUE, LOOP, META, SHORT, classify,
+                                      clean_prediction, ignores_clue, repair_cut)
 from kame_data.records import CHANNEL, Word
+from tests.loopback_server import reply_for
 from tests.steps import run_flat
 
 CONTEXT = ("B: Quick question. The list price of a book is four dollars and ninety five cents. "
@@ -191,7 +195,7 @@ class Scripted(ChatBackend):
             elif r.seed == 0:
                 text = "You cannot predict A's next response."
             else:
-                text = "I think the answer is the red planet, Mars."
+                text = reply_for([{"content": r.messages[-1][1]}])  # a reply that uses the clue shown
             out.append(ChatResult(text, 10, len(text.split())))
         return out
 
@@ -218,9 +222,90 @@ def test_stage_retries_non_replies_counts_them_and_keeps_reference_fields():
     # every field but the prediction is the reference ladder's (docs/design.md), the hint included
     assert [tuple(getattr(e, f) for f in fields) + (e.hint,) for e in sample.oracle] == \
            [tuple(getattr(s, f) for f in fields) + (s.hint,) for s in kept]
-    assert all(e.prediction == "I think the answer is the red planet, Mars." for e in sample.oracle if e.level < 5)
+    assert all(e.prediction.startswith("I think ") for e in sample.oracle if e.level < 5)
     counts = stage.summary()["predictions"]
     simulated = sum(1 for s in steps if s.level < 5)
     assert counts["meta"] == simulated - 1 and counts["echo"] == 3 and counts["dropped_echo"] == 1
     assert counts["ok"] == simulated - 1
+    assert sorted(set(backend.seeds)) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("prediction,shown,ignores", [
+    ("The answer is B.", "D", True),  # the option the clue names, contradicted
+    ("It's D, two dollars.", "D", False),
+    ("No, it's not. The answer is not.", "Sure, Janet sells nine duck eggs a day", True),
+    ("She sells nine of them.", "Sure, Janet sells nine duck eggs a day", False),
+    ("The answer is the buyers.", "A, buyers", False),
+    ("The answer is A.", "A, buyers", False),  # the option letter is a clue word, though "a" is a function word
+    ("It is the sellers.", "the", False),  # a clue of function words only asks nothing
+    ("Anything at all.", "", False),  # level 0 shows no clue
+    ("Un café, s'il vous plaît.", "café", False),  # read as token-F1 reads words, accents kept
+])
+def test_a_reply_that_says_none_of_the_clue_words_ignores_the_clue(prediction, shown, ignores):
+    assert ignores_clue(prediction, shown) is ignores
+    assert classify(prediction, CONTEXT, shown) == (IGNORES_CLUE if ignores else "")
+
+
+def test_a_non_reply_is_named_before_it_is_judged_for_ignoring_the_clue():
+    assert classify("You cannot predict what they will say next.", CONTEXT, "D") == META
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1, max_size=40), st.data())
+def test_a_reply_that_says_one_clue_word_never_ignores_the_clue(shown, data):
+    from kame_data.oracle.metrics import tokens
+
+    words = [t for t in tokens(shown) if t not in prompts.FUNCTION_WORDS]
+    if words:
+        said = data.draw(st.sampled_from(words))
+        assert not ignores_clue(f"Well, {said} is my answer.", shown)
+        assert ignores_clue("Well, that is my answer.", shown) == set(words).isdisjoint({"well", "that", "is", "my", "answer"})
+
+
+class ClueLate(ChatBackend):
+    """Ignores the clue on the first attempt (seed 0) and uses it on the next; one step (by its
+    clue) never uses it."""
+
+    name, model = "clue-late", "c"
+
+    def __init__(self):
+        self.seeds, self.stubborn = [], None
+
+    def complete(self, requests, on_answer=None):
+        from kame_data.llm.base import ChatResult
+
+        out = []
+        for r in requests:
+            self.seeds.append(r.seed)
+            prompt = r.messages[-1][1]
+            clued = "Clue: " in prompt or "will say: " in prompt
+            if clued and self.stubborn is None:
+                self.stubborn = prompt.split("\n\n")[-1]
+            stubborn = clued and prompt.split("\n\n")[-1] == self.stubborn
+            text = ("Zebras quietly graze on the open plain." if clued and (r.seed == 0 or stubborn)
+                    else reply_for([{"content": prompt}]))
+            out.append(ChatResult(text, 10, len(text.split())))
+        return out
+
+
+def test_a_reply_that_ignores_the_clue_is_asked_again_and_kept_when_no_attempt_does_better():
+    from kame_data.oracle.config import OracleConfig
+    from kame_data.oracle.stage import OracleStage
+    from kame_data.records import Reject, Sample
+    from tests.synthetic import synthetic_dialogue
+
+    r = synthetic_dialogue(3, user_words=20)
+    stage = OracleStage(OracleConfig(retries=2), backend=(backend := ClueLate()))
+    out = run_flat(stage, [r])
+    sample = next(o for o in out if isinstance(o, Sample))
+    assert not [o for o in out if isinstance(o, Reject)]  # nothing dropped for a poor reply
+    steps = [s for s in ladder(r.words, 0.5, CHANNEL["A"], CHANNEL) if s.level < 5]
+    assert len([e for e in sample.oracle if e.level < 5]) == len(steps)
+    stubborn = [e for e in sample.oracle if e.prediction == "Zebras quietly graze on the open plain."]
+    assert stubborn and all(0 < e.level < 5 for e in stubborn)  # kept after its three attempts
+    assert all(not ignores_clue(e.prediction, prompts.clue(e.hint, e.level)) for e in sample.oracle
+               if e not in stubborn)
+    counts = stage.summary()["predictions"]
+    assert counts["kept_ignores_clue"] == len({e.timestamp_ms for e in stubborn})
+    assert counts["ignores_clue"] == sum(1 for s in steps if s.level > 0) + 2 * counts["kept_ignores_clue"]
     assert sorted(set(backend.seeds)) == [0, 1, 2]
