@@ -263,8 +263,8 @@ def test_a_reply_that_says_one_clue_word_never_ignores_the_clue(shown, data):
 
 
 class ClueLate(ChatBackend):
-    """Ignores the clue on the first attempt (seed 0) and uses it on the next; one step (by its
-    clue) never uses it."""
+    """Ignores the clue on the first attempt (seed 0) and uses it on the next, except for the steps
+    that show the first clue it was asked with: those never use it."""
 
     name, model = "clue-late", "c"
 
