@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from kame_data.dataset.folder import DatasetDir  # noqa: E402
 from kame_data.oracle.metrics import rouge_l, token_f1, true_replies  # noqa: E402
 from kame_data.oracle.prompts import clue  # noqa: E402
-from kame_data.oracle.replies import classify  # noqa: E402
+from kame_data.oracle.replies import classify, usable  # noqa: E402
 from kame_data.recipe import find_recipe  # noqa: E402
 
 RECIPES = {"quickstart": ("quickstart", None), "fixtures": (str(ROOT / "benchmarks/recipes/oracle_fixtures.yaml"), 72)}
@@ -85,8 +85,8 @@ def measure(out: Path) -> dict:
             if e["level"] < 5:
                 steps += 1
                 kind = classify(e["prediction"], e["conversation_context"], clue(truth, e["level"]))
-                non_replies += bool(kind)
-                if kind and len(examples) < 3:
+                non_replies += not usable(kind)  # a poor reply (replies.SOFT) is still a reply
+                if not usable(kind) and len(examples) < 3:
                     examples.append(f"{kind}: {e['prediction']!r}")
     dropped = sum(1 for r in ds.rejects() if r.get("reason") == "empty_prediction")
     m = ds.manifest

@@ -13,7 +13,7 @@ from kame_data.llm.config import backend_spec, open_backend
 from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
-from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue
+from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue, reply_start
 from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut, usable
 from kame_data.oracle.shown import written_forms
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
@@ -113,7 +113,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
         up to `retries` times; a prediction stays '' when every attempt failed. A poor reply
-        (replies.SOFT: it ignores the clue) is asked again too, and stands unless an attempt does
+        (replies.SOFT: it ignores or contradicts the clue) is asked again too, and stands unless an attempt does
         better. A step the service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
         nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
         hole a rerun might fill. Requests carry their dialogue's id, so a remote backend tells one
@@ -141,8 +141,8 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
                     # A failure's detail names its kind first ("timeout (…); its requests failed for …").
                     error = f"{REFUSED}: {res.refusal}" if res.refused else (res.detail or res.error)
-                    if usable(kind):
-                        out[d][i] = (text, "")
+                    if usable(kind) and not (kind and (d, i) in soft):  # the first poor reply stands
+                        out[d][i] = (text, "")  # until a reply comes: a later poor one is no better
                         if kind:
                             soft[d, i] = kind
                         else:
@@ -165,14 +165,16 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         """(cleaned text, '' or the kind of non-reply); counted for the manifest."""
         text = clean_prediction(res.text)
         shown = clue(step.reply_shown, step.level)
+        anchored = self.backend.capabilities.prefill and bool(reply_start(step.reply_shown, step.level))
         truncated = res.completion_tokens >= max_tokens
         if truncated and text:
             repaired = repair_cut(text)
-            if repaired and repaired != text and usable(classify(repaired, step.conversation_context, shown)):
+            if repaired and repaired != text and \
+                    usable(classify(repaired, step.conversation_context, shown, anchored=anchored)):
                 text, truncated = repaired, False
                 self._count("cut_repaired")
         kind = (REFUSED if res.refused else "service_error") if res.error else \
-            classify(text, step.conversation_context, shown, truncated)
+            classify(text, step.conversation_context, shown, truncated, anchored)
         self._count(kind or "ok")
         return text, kind
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from text_to_num import alpha2digit
-
 from kame_data.records import LETTERS, SourceItem
 from kame_data.text import spoken_words, to_spoken
+from kame_data.text.numbers import numbers_said
 
 _NUMBER = r"\$?\s?-?\d[\d,]*(?:\.\d+)?"
 _MONEY_WORDS = (r"cost|costs|spend|spent|pay|paid|pays|earn|earns|earned|earnings|save|saved|saves|price|worth|"
@@ -200,13 +199,6 @@ def choice_target(item: SourceItem, shown_letters: list[str]) -> Target:
 
 
 _FUNCTION = set("the a an of and or to in on at for is it its it's that this with by as be are was were".split())
-
-
-def numbers_said(spoken: str) -> list[float]:
-    """The numbers a spoken text says, in order ('minus five' -> -5.0), read back with text2num."""
-    digits = alpha2digit(spoken, "en", threshold=0)
-    return [float(m.group(2)) * (-1 if m.group(1) else 1)
-            for m in re.finditer(r"(minus\s+)?(\d+(?:\.\d+)?)", digits)]
 
 
 def _last_sentence(spoken: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from num2words import CONVERTER_CLASSES, num2words
+from text_to_num import alpha2digit
 
 # a numeral as benchmarks write it: '1,234.5', '12', '.5'
 NUM = r"\d+(?:,\d{3})*(?:\.\d+)?|\.\d+"
@@ -149,3 +150,10 @@ def numerals(text: str) -> str:
     text = re.sub(r"(?<![\w.-])(\d+)-(\d+)(?![\w-]|\.\d)", lambda m: f"{m.group(1)} to {m.group(2)}", text)
     text = re.sub(rf"(?<![\d])({NUM})", lambda m: f" {say_number(m.group(0))} ", text)
     return re.sub(r"\d+", lambda m: f" {cardinal(int(m.group(0)))} ", text)  # anything left: digits one by one
+
+
+def numbers_said(spoken: str) -> list[float]:
+    """The numbers a spoken text says, in order ('minus five' -> -5.0), read back with text2num."""
+    digits = alpha2digit(spoken, "en", threshold=0)
+    return [float(m.group(2)) * (-1 if m.group(1) else 1)
+            for m in re.finditer(r"(minus\s+)?(\d+(?:\.\d+)?)", digits)]

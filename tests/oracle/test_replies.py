@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from kame_data.llm.base import ChatBackend, ChatRequest
 from kame_data.oracle import prompts
 from kame_data.oracle.ladder import ladder
-from kame_data.oracle.replies import (CUT, ECHO, EMPTY, EXAMPLE, IGNORES_CLUE, LOOP, META, SHORT, classify,
-                                      clean_prediction, ignores_clue, repair_cut)
+from kame_data.oracle.replies import (CONTRADICTS_CLUE, CUT, ECHO, EMPTY, EXAMPLE, IGNORES_CLUE, LOOP, META, SHORT,
+                                      classify, clean_prediction, contradicts_clue, ignores_clue, repair_cut)
 from kame_data.records import CHANNEL, Word
 from tests.loopback_server import reply_for
 from tests.steps import run_flat
@@ -76,14 +76,15 @@ def test_cut_output_is_detected_and_repaired_to_its_last_sentence():
 
 
 def test_a_quoted_option_is_no_echo_when_the_clue_shows_its_words():
-    # level 3 on an HSSBench-style fixture row: the clue is the hint's content words, without "and"
+    # level 3 on an HSSBench-style fixture row: the clue is the hint's runs of content words
     context = ("B: When did the Berlin Wall fall? Which is it A one thousand nine hundred and sixty one B one thousand"
                " nine hundred and eighty five C one thousand nine hundred and eighty nine")
     reply = "That would be C, one thousand nine hundred and eighty nine."
-    assert classify(reply, context, shown="C, one, thousand, nine, hundred, eighty") == ""
+    shown = prompts.clue("That would be C, one thousand nine hundred and eighty nine.", 3)
+    assert classify(reply, context, shown=shown) == ""
     assert classify(reply, context, shown="C, one") == ECHO  # the clue accounts for too little of it
     assert classify("That would be B, one thousand nine hundred and eighty five.", context,
-                    shown="C, one, thousand, nine, hundred, eighty") == ECHO  # another option read back
+                    shown=shown) == ECHO  # another option read back
 
 
 def test_a_quoted_option_is_no_echo_when_the_hint_names_it():
@@ -262,6 +263,43 @@ def test_a_reply_that_says_one_clue_word_never_ignores_the_clue(shown, data):
         assert ignores_clue("Well, that is my answer.", shown) == set(words).isdisjoint({"well", "that", "is", "my", "answer"})
 
 
+@pytest.mark.parametrize("prediction,shown,contradicts", [
+    ("The answer is A, three dollars.", "D two dollars", True),  # another option and another sum
+    ("That would be B, two dollars.", "D two dollars", True),  # the sum, but another option
+    ("That would be D, two dollars.", "D two dollars", False),
+    ("It's A, not D, I'd say two dollars.", "D two dollars", False),  # weighing the options
+    ("The discount is fifty five cents, so it is eighty five cents.", "discount, five dollars, price, fifteen dollars", True),
+    ("The discount is five dollars, so it is fifteen.", "discount, five dollars, price, fifteen dollars", False),
+    ("Half of it is twenty, plus five is twenty five.", "five dollars", False),  # working the sum
+    ("It takes one bolt of blue fiber, which is two bolts.", "takes one bolt, white fiber, three bolts", True),
+    ("It's the one with the river.", "three bolts, river", False),  # "one" is no number
+    ("A baker makes rolls all day.", "B, rolls", False),  # an article, not an option
+    ("I think so, the Nile.", "A, Nile", False),  # "I" is no option
+    ("The answer is the Nile.", "A, Nile", False),  # names no letter, no number
+    ("It is twelve.", "", False),  # level 0 shows no clue
+])
+def test_a_reply_that_answers_otherwise_than_the_clue_contradicts_it(prediction, shown, contradicts):
+    assert contradicts_clue(prediction, shown) is contradicts
+    assert classify(prediction, CONTEXT, shown) == (CONTRADICTS_CLUE if contradicts else "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(2, 10**6), st.integers(2, 10**6), st.sampled_from("ABCDEFGH"), st.sampled_from("ABCDEFGH"))
+def test_a_reply_contradicts_the_clue_exactly_when_its_number_or_letter_is_another(n, m, shown_letter, said_letter):
+    from kame_data.text import to_spoken
+
+    said_n, said_m = to_spoken(f"{n} dollars"), to_spoken(f"{m} dollars")
+    words_n, words_m = said_n.split()[:-1], said_m.split()[:-1]
+    contradicts = contradicts_clue(f"Well, the total is {said_m}.", f"total, {n} dollars")  # the clue as written
+    k = min(len(words_n), len(words_m))
+    if n == m:
+        assert not contradicts
+    elif words_n[:k] != words_m[:k]:  # one said as the start of the other may be a cut clue: no verdict
+        assert contradicts, (said_n, said_m)
+    assert contradicts_clue(f"Well, it is {said_letter}, the total.", f"{shown_letter}, total") is \
+        (said_letter != shown_letter)
+
+
 class ClueLate(ChatBackend):
     """Ignores the clue on the first attempt (seed 0) and uses it on the next, except for the steps
     that show the first clue it was asked with: those never use it."""
@@ -309,3 +347,59 @@ def test_a_reply_that_ignores_the_clue_is_asked_again_and_kept_when_no_attempt_d
     assert counts["kept_ignores_clue"] == len({e.timestamp_ms for e in stubborn})
     assert counts["ignores_clue"] == sum(1 for s in steps if s.level > 0) + 2 * counts["kept_ignores_clue"]
     assert sorted(set(backend.seeds)) == [0, 1, 2]
+
+
+class Contrary(ChatBackend):
+    """On the first attempt (seed 0) at a clue that says numbers, says the clue's other words and a
+    number it never shows; otherwise the clue's words as they are (reply_for). `prefill`: declares
+    that it starts answers on the hint's words, as the embedded model does."""
+
+    name, model = "contrary", "c"
+    WRONG = "zero point zero three"  # no clue says it, nor a number it starts
+
+    def __init__(self, prefill: bool = False):
+        from kame_data.llm.base import Capabilities
+
+        self.capabilities = Capabilities(prefill=prefill)
+        self.seeds: list[int] = []
+        self.contrary = {"anchored": 0, "free": 0}  # first answers that say another number
+
+    def complete(self, requests, on_answer=None):
+        import re
+
+        from kame_data.llm.base import ChatResult
+        from kame_data.oracle.replies import _number_runs
+        from kame_data.text import to_spoken
+        from kame_data.text.numbers import NUMBER_WORD
+
+        out = []
+        for r in requests:
+            self.seeds.append(r.seed)
+            prompt = r.messages[-1][1]
+            text = reply_for([{"content": prompt}])
+            shown = re.search(r"(?:Clue|will say): (.+?)(?:\. [A-Z]|$)", prompt, re.M)
+            if r.seed == 0 and shown and _number_runs(to_spoken(shown.group(1))):
+                words = re.sub(rf"\b{NUMBER_WORD}\b|\d", " ", text.removeprefix("I think ").rstrip("."), flags=re.I)
+                text = f"I think {' '.join(words.split())} is {self.WRONG}."
+                self.contrary["anchored" if r.reply_start else "free"] += 1
+            out.append(ChatResult(text, 10, len(text.split())))
+        return out
+
+
+@pytest.mark.parametrize("prefill", [False, True])
+def test_a_reply_that_contradicts_the_clue_is_asked_again_unless_it_starts_on_the_hint(prefill):
+    from kame_data.oracle.config import OracleConfig
+    from kame_data.oracle.stage import OracleStage
+    from kame_data.records import Sample
+    from tests.synthetic import fixture_dialogues
+
+    stage = OracleStage(OracleConfig(retries=2), backend=(backend := Contrary(prefill)))
+    samples = [o for o in run_flat(stage, fixture_dialogues(3)) if isinstance(o, Sample)]
+    wrong = [e for s in samples for e in s.oracle if Contrary.WRONG in e.prediction]
+    assert backend.contrary["free"] > 0 and (backend.contrary["anchored"] > 0) is prefill
+    assert len(wrong) == backend.contrary["anchored"]  # an answer started on the hint is never asked again
+    assert all(prompts.REPLY_START_SHARE.get(e.level) for e in wrong)
+    counts = stage.summary()["predictions"]
+    assert counts["contradicts_clue"] == backend.contrary["free"]
+    assert "kept_contradicts_clue" not in counts  # every one asked again gave a reply
+    assert sorted(set(backend.seeds)) == [0, 1]
