@@ -49,6 +49,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kame_data.machine import cpu_description, cpu_fingerprint  # noqa: E402
 from tests.loopback_server import LoopbackServer  # noqa: E402
 
 CLI = [sys.executable, "-m", "kame_data.cli.main"]
@@ -276,6 +277,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="fixture rows of the small and large runs (GSM8K; MMLU-Pro too for the oracle)")
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
+    ap.add_argument("--out", type=Path, help="store the rates in this file instead (your machine's, for "
+                    "`kame-data plan --calibration FILE`)")
     ap.add_argument("--only", choices=["yields", "driver", "speech", "steps", "oracle"], help="measure only this part "
                     "(driver: the writer and the template script; speech: each engine's cost and speaking rate, and Whisper QA's; "
                     "steps: quality, acoustics, the speak step's parts and each step's set-up per worker; oracle: the "
@@ -283,7 +286,11 @@ def main() -> None:
                     "the stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
-    path = ROOT / "kame_data" / "calibration.json"
+    shipped = ROOT / "kame_data" / "calibration.json"
+    path = args.out or shipped
+    if args.out and not args.out.is_file():
+        args.out.write_text(shipped.read_text("utf-8"), "utf-8")  # `--only` parts update the shipped rest
+    args.write = args.write or bool(args.out)
     espeak = {"assistant": VOICES["espeak"][0], "user": VOICES["espeak"][1]}
     if args.only:
         with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
@@ -307,7 +314,7 @@ def main() -> None:
         cal = {**stored, **part, "remeasured": later + [{
             "only": args.only, "measured": datetime.date.today().isoformat(),
             "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
-            "load_average_at_start": round(LOAD_AT_START, 1)}]}
+            "load_average_at_start": round(LOAD_AT_START, 1), "cpu": cpu_description()}]}
         print(json.dumps(part, indent=2))
         if args.write:
             path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")
@@ -331,6 +338,8 @@ def main() -> None:
     cal = {
         "measured": datetime.date.today().isoformat(),
         "machine": f"{os.cpu_count()} cores (load average {LOAD_AT_START:.1f} at the start), CPU seconds of each run's process tree",
+        "cpu": cpu_description(),
+        "cpu_fingerprint": cpu_fingerprint(),
         "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
         "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
         # words per second at the engine's default knobs, on real script turns (plan's audio length)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kame_data.llm.config import backend_spec
+from kame_data.machine import cpu_fingerprint
 from kame_data.oracle.stage import OracleStage
 from kame_data.runner.write import WriteStep
 from kame_data.script.stage import ScriptStage
@@ -214,9 +215,23 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     if gpu_qa:
         p.notes.append("on the GPUs: Whisper QA (measured). The TTS engines and DNSMOS stay on the CPU rates: on a GPU "
                        "(onnxruntime-gpu) they are unmeasured")
-    p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}); "
-                   "scaled linearly in cores and nodes")
+    p.notes.append(f"rates measured on {cal.get('machine', 'an unnamed machine')} ({cal.get('measured', '?')}"
+                   + (f", {cal['cpu']}" if cal.get("cpu") else "") + "); scaled linearly in cores and nodes")
+    p.notes.extend(other_cpu(cal))
     return p
+
+
+def other_cpu(cal: dict[str, Any]) -> list[str]:
+    """A note when the calibration's CPU is not this machine's: rates measured on one 2-core machine
+    predicted 1.64x the CPU time the same work took on another (benchmarks/plan_check.py, 2026-12-05),
+    so a plan for other hardware needs rates measured there."""
+    here = cpu_fingerprint()
+    theirs = cal.get("cpu_fingerprint", "")
+    if theirs == here:
+        return []
+    return [f"this machine's CPU ({here}) is not the one the rates were measured on "
+            f"({theirs or 'not recorded'}): rates differ by up to 2x between CPUs; "
+            "measure yours with `python benchmarks/calibrate.py --out FILE`, then plan with --calibration FILE"]
 
 
 def what_moves(stage: StageTime) -> str:

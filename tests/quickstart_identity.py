@@ -9,18 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-CPU_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8")
-
-
-def cpu_fingerprint() -> str:
-    """The instruction sets that change float kernels (onnxruntime, CTranslate2, llama.cpp)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown"
-    flags = set(next((ln for ln in text.splitlines() if ln.startswith("flags")), "").split())
-    vendor = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("vendor_id")), "")
-    return vendor + ":" + ",".join(f for f in CPU_FLAGS if f in flags)
+from kame_data.machine import cpu_fingerprint
 
 
 def _digest(obj) -> str:

@@ -162,3 +162,18 @@ def test_audio_length_follows_the_calibrated_speaking_rates(monkeypatch):
         seconds[name] = sum(s.seconds_per_dialogue for s in plan_recipe(recipe).sources)
     # speech halves when the rate doubles; the pauses (lead-in, gaps, tail) stay
     assert seconds["fast"] < 0.6 * seconds["slow"] and seconds["fast"] > 0.5 * seconds["slow"]
+
+
+def test_the_plan_says_when_its_rates_come_from_another_cpu():
+    from kame_data.machine import cpu_description, cpu_fingerprint
+
+    speech, llm = {"piper": 3600.0}, {"oracle": {"kind": "llamacpp", "calls": 10, "tokens": 1e3}}
+    here = {**CAL, "cpu": cpu_description(), "cpu_fingerprint": cpu_fingerprint()}
+    notes = project(10, speech, llm, 1.0, Resources(cores=2), here).notes
+    assert any(cpu_description() in n for n in notes)  # where the rates were measured
+    assert not any("is not the one the rates were measured on" in n for n in notes)
+    for other in ({**here, "cpu_fingerprint": "SomeVendor:avx2"}, CAL):  # another CPU, or none recorded
+        warned = [n for n in project(10, speech, llm, 1.0, Resources(cores=2), other).notes
+                  if "is not the one the rates were measured on" in n]
+        assert len(warned) == 1 and "benchmarks/calibrate.py --out FILE" in warned[0]
+        assert (other.get("cpu_fingerprint") or "not recorded") in warned[0]
