@@ -243,6 +243,23 @@ def ignores_clue(prediction: str, shown: str) -> bool:
     return bool(words) and words.isdisjoint(tokens(prediction))
 
 
+# A number said in words: "fifteen", "one hundred and twenty one", "two point five", "twenty-three".
+_NUMBER_RUN = re.compile(rf"\b{NUMBER_WORD}(?:(?:\s+|-)(?:(?:and|point)\s+)?{NUMBER_WORD})*\b", re.IGNORECASE)
+
+
+def _number_runs(spoken: str) -> list[tuple[str, ...]]:
+    """The numbers a spoken text says, as their words; "one" alone is left out ("the one that...")."""
+    runs = [tuple(m.group(0).lower().replace("-", " ").split()) for m in _NUMBER_RUN.finditer(spoken)]
+    return [r for r in runs if r != ("one",)]
+
+
+def _same_number(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """The same value, or one said as the start of the other: a clue's last phrase may be cut ("B, one
+    hundred" of "one hundred and twenty one dollars"), and so may a reply."""
+    n = min(len(a), len(b))
+    return a[:n] == b[:n] or numbers_said(" ".join(a)) == numbers_said(" ".join(b))
+
+
 def contradicts_clue(prediction: str, shown: str) -> bool:
     """True when the prediction names option letters and none is one the clue shows ("The answer is
     A, three dollars." under "D, two dollars"), or says numbers and none is one the clue says ("the
@@ -260,23 +277,6 @@ def contradicts_clue(prediction: str, shown: str) -> bool:
         return True
     numbers, said = _number_runs(to_spoken(shown)), _number_runs(prediction)
     return bool(numbers and said) and not any(_same_number(a, b) for a in numbers for b in said)
-
-
-# A number said in words: "fifteen", "one hundred and twenty one", "two point five", "twenty-three".
-_NUMBER_RUN = re.compile(rf"\b{NUMBER_WORD}(?:(?:\s+|-)(?:(?:and|point)\s+)?{NUMBER_WORD})*\b", re.IGNORECASE)
-
-
-def _number_runs(spoken: str) -> list[tuple[str, ...]]:
-    """The numbers a spoken text says, as their words; "one" alone is left out ("the one that...")."""
-    runs = [tuple(m.group(0).lower().replace("-", " ").split()) for m in _NUMBER_RUN.finditer(spoken)]
-    return [r for r in runs if r != ("one",)]
-
-
-def _same_number(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """The same value, or one said as the start of the other: a clue's last phrase may be cut ("B, one
-    hundred" of "one hundred and twenty one dollars"), and so may a reply."""
-    n = min(len(a), len(b))
-    return a[:n] == b[:n] or numbers_said(" ".join(a)) == numbers_said(" ".join(b))
 
 
 LOOP_RUN, LOOP_TIMES = 4, 3
