@@ -265,8 +265,8 @@ def contradicts_clue(prediction: str, shown: str) -> bool:
     A, three dollars." under "D, two dollars"), or says numbers and none is one the clue says ("the
     discount is fifty five cents" under "discount, 5 dollars, price, 15 dollars"). It builds on the
     clue's words but answers otherwise, so it is asked again, like a reply that ignores the clue
-    (prompts v6, 64 fixture dialogues, SmolLM2-135M: 27% of level-2 and 15% of level-3 replies; their
-    token-F1 0.28 and 0.50 against 0.37 and 0.65 for the rest). A reply that also names a shown
+    (prompts v6, 64 fixture dialogues, SmolLM2-135M: 24% of level-2 and 13% of level-3 replies; their
+    token-F1 0.29 and 0.51 against 0.36 and 0.64 for the rest). A reply that also names a shown
     letter or number is no contradiction: it may be weighing the options or working the sum.
     An answer started on the hint's own words (levels 3-4 of the embedded model) is not asked again for
     it: asked again, it wandered off ("I'd go the Inca Empire, but I'm not sure it's the one you're
