@@ -33,7 +33,8 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # no attempt does better.
 # 7: a reply that names only other option letters, or only other numbers, than the clue shows is
 # CONTRADICTS_CLUE ("The answer is A, three dollars." under "D, two dollars"): asked again, like IGNORES_CLUE.
-REPLIES_VERSION = "7"
+# 8: a reply replaces a poor one only when it says at least as many of the clue's words (oracle/stage.py).
+REPLIES_VERSION = "8"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP = "empty", "too_short", "meta", "echo", "cut", "example", "loop"
@@ -239,8 +240,17 @@ def ignores_clue(prediction: str, shown: str) -> bool:
     level-1 and 12% of its level-2 replies (prompts v6, 64 fixture dialogues). Both sides are read
     as token-F1 reads them (`metrics.tokens`); an option letter counts ("D", and "A" though it is
     also the article), and a clue of function words only asks nothing."""
-    words = {t for t in tokens(shown) if t not in FUNCTION_WORDS} | {x.lower() for x in _LETTER.findall(shown)}
+    words = _clue_words(shown)
     return bool(words) and words.isdisjoint(tokens(prediction))
+
+
+def _clue_words(shown: str) -> set[str]:
+    return {t for t in tokens(shown) if t not in FUNCTION_WORDS} | {x.lower() for x in _LETTER.findall(shown)}
+
+
+def clue_words_said(prediction: str, shown: str) -> int:
+    """How many of the clue's content words the prediction says (read as `ignores_clue` reads them)."""
+    return len(_clue_words(shown) & set(tokens(prediction)))
 
 
 # A number said in words: "fifteen", "one hundred and twenty one", "two point five", "twenty-three".

@@ -14,7 +14,7 @@ from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.ladder import LadderStep, floor_words, ladder
 from kame_data.oracle.metrics import early_truth
 from kame_data.oracle.prompts import PROMPT_VERSION, build_request, clue, reply_start
-from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, repair_cut, usable
+from kame_data.oracle.replies import REPLIES_VERSION, classify, clean_prediction, clue_words_said, repair_cut, usable
 from kame_data.oracle.shown import written_forms
 from kame_data.records import CHANNEL, OracleEvent, Reject, RenderedDialogue, Sample
 from kame_data.scrub import scrub
@@ -114,7 +114,7 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
         up to `retries` times; a prediction stays '' when every attempt failed. A poor reply
         (replies.SOFT: it ignores or contradicts the clue) is asked again too, and stands unless an attempt does
-        better. A step the service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
+        better: a reply that says at least as many of the clue's words. A step the service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
         nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
         hole a rerun might fill. Requests carry their dialogue's id, so a remote backend tells one
         dialogue's failures from the service's (llm/health.py)."""
@@ -141,13 +141,17 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
                     # A failure's detail names its kind first ("timeout (…); its requests failed for …").
                     error = f"{REFUSED}: {res.refusal}" if res.refused else (res.detail or res.error)
-                    if usable(kind) and not (kind and (d, i) in soft):  # the first poor reply stands
-                        out[d][i] = (text, "")  # until a reply comes: a later poor one is no better
+                    poor = soft.get((d, i))  # the first poor reply stands until a better one comes:
+                    if poor and not kind and not error and self._says_less(ladders[d][i], text, out[d][i][0]):
+                        kind = poor  # a reply that says less of the clue ("That is a clear answer.") is not
+                        self._count("said_less_than_kept")
+                    if usable(kind) and not (kind and poor):  # better, nor is a later poor one
+                        out[d][i] = (text, "")
                         if kind:
                             soft[d, i] = kind
                         else:
                             soft.pop((d, i), None)
-                    elif (d, i) not in soft or error:  # a poor reply stands until a better one comes
+                    elif not poor or error:
                         out[d][i] = ("", error)
                     if kind:
                         still.append(i)
@@ -160,6 +164,12 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         for key, kind in last.items():  # no reply after every attempt: the event keeps a poor one, or is dropped
             self._count(f"kept_{soft[key]}" if key in soft else f"dropped_{kind}")
         return out
+
+    @staticmethod
+    def _says_less(step: LadderStep, text: str, kept: str) -> bool:
+        """Whether a reply says fewer of the clue's words than the poor reply the step keeps."""
+        shown = clue(step.reply_shown, step.level)
+        return clue_words_said(text, shown) < clue_words_said(kept, shown)
 
     def _reply(self, step: LadderStep, res, max_tokens: int) -> tuple[str, str]:
         """(cleaned text, '' or the kind of non-reply); counted for the manifest."""

@@ -357,10 +357,11 @@ class Contrary(ChatBackend):
     name, model = "contrary", "c"
     WRONG = "zero point zero three"  # no clue says it, nor a number it starts
 
-    def __init__(self, prefill: bool = False):
+    def __init__(self, prefill: bool = False, vague: bool = False):
         from kame_data.llm.base import Capabilities
 
         self.capabilities = Capabilities(prefill=prefill)
+        self.vague = vague  # the second attempt says one clue word only: a reply, but less of the clue
         self.seeds: list[int] = []
         self.contrary = {"anchored": 0, "free": 0}  # first answers that say another number
 
@@ -382,6 +383,8 @@ class Contrary(ChatBackend):
                 words = re.sub(rf"\b{NUMBER_WORD}\b|\d", " ", text.removeprefix("I think ").rstrip("."), flags=re.I)
                 text = f"I think {' '.join(words.split())} is {self.WRONG}."
                 self.contrary["anchored" if r.reply_start else "free"] += 1
+            elif r.seed == 1 and self.vague and shown:
+                text = f"Well, {shown.group(1).split()[0].strip(',.')} is the thing to say."
             out.append(ChatResult(text, 10, len(text.split())))
         return out
 
@@ -403,3 +406,19 @@ def test_a_reply_that_contradicts_the_clue_is_asked_again_unless_it_starts_on_th
     assert counts["contradicts_clue"] == backend.contrary["free"]
     assert "kept_contradicts_clue" not in counts  # every one asked again gave a reply
     assert sorted(set(backend.seeds)) == [0, 1]
+
+
+def test_a_poor_reply_stands_against_a_later_one_that_says_less_of_the_clue():
+    from kame_data.oracle.config import OracleConfig
+    from kame_data.oracle.stage import OracleStage
+    from kame_data.records import Sample
+    from tests.synthetic import fixture_dialogues
+
+    stage = OracleStage(OracleConfig(retries=2), backend=(backend := Contrary(vague=True)))
+    samples = [o for o in run_flat(stage, fixture_dialogues(3)) if isinstance(o, Sample)]
+    predictions = [e.prediction for s in samples for e in s.oracle if 0 < e.level < 5]
+    assert backend.contrary["free"] > 0 and not any("is the thing to say" in p for p in predictions)
+    assert not any(Contrary.WRONG in p for p in predictions)  # the third attempt says the whole clue
+    assert sorted(set(backend.seeds)) == [0, 1, 2]
+    counts = stage.summary()["predictions"]
+    assert "kept_contradicts_clue" not in counts and counts["said_less_than_kept"] > 0
