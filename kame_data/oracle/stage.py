@@ -113,8 +113,9 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
         Each dialogue's steps go out as one chain, in time order (each prompt extends the one
         before it). An answer that is not a reply (replies.classify) is asked again with a new seed,
         up to `retries` times; a prediction stays '' when every attempt failed. A poor reply
-        (replies.SOFT: it ignores or contradicts the clue) is asked again too, and stands unless an attempt does
-        better: a reply that says at least as many of the clue's words. A step the service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
+        (replies.SOFT: it ignores or contradicts the clue) is asked again too, and stands unless an
+        attempt does better: a reply that says at least as many of the clue's words. A step the
+        service failed on (after the backend's retries) or refused keeps its error, and its dialogue is asked
         nothing more: it will be a reject (transient, or final `llm_refused`), not a ladder with a
         hole a rerun might fill. Requests carry their dialogue's id, so a remote backend tells one
         dialogue's failures from the service's (llm/health.py)."""
