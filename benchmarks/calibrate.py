@@ -314,7 +314,8 @@ def main() -> None:
         cal = {**stored, **part, "remeasured": later + [{
             "only": args.only, "measured": datetime.date.today().isoformat(),
             "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
-            "load_average_at_start": round(LOAD_AT_START, 1), "cpu": cpu_description()}]}
+            "load_average_at_start": round(LOAD_AT_START, 1), "cpu": cpu_description(),
+            "cpu_fingerprint": cpu_fingerprint()}]}
         print(json.dumps(part, indent=2))
         if args.write:
             path.write_text(json.dumps(cal, indent=2) + "\n", "utf-8")

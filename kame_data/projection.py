@@ -226,11 +226,12 @@ def other_cpu(cal: dict[str, Any]) -> list[str]:
     predicted 1.64x the CPU time the same work took on another (benchmarks/plan_check.py, 2026-12-05),
     so a plan for other hardware needs rates measured there."""
     here = cpu_fingerprint()
-    theirs = cal.get("cpu_fingerprint", "")
-    if theirs == here:
+    # a part remeasured later (`calibrate.py --only`) names its own CPU
+    theirs = {cal.get("cpu_fingerprint", "")} | {r.get("cpu_fingerprint", "") for r in cal.get("remeasured", [])}
+    if theirs == {here}:
         return []
     return [f"this machine's CPU ({here}) is not the one the rates were measured on "
-            f"({theirs or 'not recorded'}): rates differ by up to 2x between CPUs; "
+            f"({', '.join(sorted(t or 'not recorded' for t in theirs))}): rates differ by up to 2x between CPUs; "
             "measure yours with `python benchmarks/calibrate.py --out FILE`, then plan with --calibration FILE"]
 
 

@@ -172,8 +172,9 @@ def test_the_plan_says_when_its_rates_come_from_another_cpu():
     notes = project(10, speech, llm, 1.0, Resources(cores=2), here).notes
     assert any(cpu_description() in n for n in notes)  # where the rates were measured
     assert not any("is not the one the rates were measured on" in n for n in notes)
-    for other in ({**here, "cpu_fingerprint": "SomeVendor:avx2"}, CAL):  # another CPU, or none recorded
+    remeasured = {**here, "remeasured": [{"only": "oracle", "cpu_fingerprint": "SomeVendor:avx2"}]}
+    for other in ({**here, "cpu_fingerprint": "SomeVendor:avx2"}, CAL, remeasured):  # another CPU, or none recorded
         warned = [n for n in project(10, speech, llm, 1.0, Resources(cores=2), other).notes
                   if "is not the one the rates were measured on" in n]
         assert len(warned) == 1 and "benchmarks/calibrate.py --out FILE" in warned[0]
-        assert (other.get("cpu_fingerprint") or "not recorded") in warned[0]
+        assert ("SomeVendor:avx2" if other is not CAL else "not recorded") in warned[0]

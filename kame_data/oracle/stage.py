@@ -142,11 +142,13 @@ class OracleStage(Step[RenderedDialogue, Sample | Reject]):
                     text, kind = self._reply(ladders[d][i], res, b.max_tokens)
                     # A failure's detail names its kind first ("timeout (…); its requests failed for …").
                     error = f"{REFUSED}: {res.refusal}" if res.refused else (res.detail or res.error)
-                    poor = soft.get((d, i))  # the first poor reply stands until a better one comes:
+                    # The first poor reply stands until a better one comes: neither a later poor reply
+                    # nor one that says less of the clue ("That is a clear answer.") is better.
+                    poor = soft.get((d, i))
                     if poor and not kind and not error and self._says_less(ladders[d][i], text, out[d][i][0]):
-                        kind = poor  # a reply that says less of the clue ("That is a clear answer.") is not
+                        kind = poor
                         self._count("said_less_than_kept")
-                    if usable(kind) and not (kind and poor):  # better, nor is a later poor one
+                    if usable(kind) and not (kind and poor):
                         out[d][i] = (text, "")
                         if kind:
                             soft[d, i] = kind
