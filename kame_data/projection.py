@@ -231,7 +231,7 @@ def other_cpu(cal: dict[str, Any]) -> list[str]:
     if theirs == {here}:
         return []
     return [f"this machine's CPU ({here}) is not the one the rates were measured on "
-            f"({', '.join(sorted(t or 'not recorded' for t in theirs))}): rates differ by up to 2x between CPUs; "
+            f"({', '.join(sorted(t or 'not recorded' for t in theirs))}): two 2-core CPUs differed by 1.6x in all and up to 3.4x per step; "
             "measure yours with `python benchmarks/calibrate.py --out FILE`, then plan with --calibration FILE"]
 
 
