@@ -12,7 +12,8 @@ text, synthetic timings; tests/synthetic.py), built with the current prompts. Me
            (oracle.backend.sequences: 8); its answers must equal `after`'s, and the row says so.
 The machine is shared: compare the rows of one run, not runs with each other.
 
-    python benchmarks/oracle_backend.py [--dialogues 8] [--model smollm2-135m] [--modes before after 1x2 batched]
+    python benchmarks/oracle_backend.py [--dialogues 8] [--model smollm2-135m | --model-path FILE.gguf]
+                                        [--modes before after 1x2 batched]
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def before(path: Path, chains: list[list[ChatRequest]]) -> list[ChatResult]:
         pool.shutdown()
 
 
-def after(model: str, chains: list[list[ChatRequest]], instances: int | None, threads: int | None,
+def after(path: Path, chains: list[list[ChatRequest]], instances: int | None, threads: int | None,
           sequences: int = 1):
-    backend = LlamaCppBackend(model=model, instances=instances, threads=threads, sequences=sequences)
+    backend = LlamaCppBackend(model_path=str(path), instances=instances, threads=threads, sequences=sequences)
     if backend.batch_note:
         print(f"  ({backend.batch_note})")
     try:
@@ -79,6 +80,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dialogues", type=int, default=8)
     ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--model-path", help="a GGUF file instead of the embedded model (another quantisation, say)")
     ap.add_argument("--max-tokens", type=int, default=48)
     ap.add_argument("--modes", nargs="+", default=["before", "after"], choices=["before", "after", "1x2", "1x1", "batched"])
     args = ap.parse_args()
@@ -88,9 +90,9 @@ def main() -> None:
         chain = list(dict.fromkeys(build_request(s, args.max_tokens, 0.7, 0) for s in steps))  # distinct, in order
         chains.append(chain)
     calls = sum(len(c) for c in chains)
-    print(f"{args.dialogues} fixture dialogues, {calls} distinct requests, model {args.model}, {cores()} cores, "
+    path = resolve_model_path(args.model_path, args.model)
+    print(f"{args.dialogues} fixture dialogues, {calls} distinct requests, model {path.name}, {cores()} cores, "
           f"load average {os.getloadavg()[0]:.1f} (others' work slows every row alike)")
-    path = resolve_model_path(None, args.model)
     base = None
     answers: dict[str, list[ChatResult]] = {}
     for mode in args.modes:
@@ -99,7 +101,7 @@ def main() -> None:
         else:
             instances, threads, sequences = {"after": (None, None, 1), "1x2": (1, 2, 1), "1x1": (1, 1, 1),
                                              "batched": (None, None, 8)}[mode]
-            out, secs = after(args.model, chains, instances, threads, sequences)
+            out, secs = after(path, chains, instances, threads, sequences)
             answers.setdefault(mode, out)
         gen = sum(r.completion_tokens for r in out)
         base = base or calls / secs
