@@ -34,7 +34,9 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # 7: a reply that names only other option letters, or only other numbers, than the clue shows is
 # CONTRADICTS_CLUE ("The answer is A, three dollars." under "D, two dollars"): asked again, like IGNORES_CLUE.
 # 8: a reply replaces a poor one only when it says at least as many of the clue's words (oracle/stage.py).
-REPLIES_VERSION = "8"
+# 9: a reply names the letters it joins with "and"/"or" ("A and B") and one after "option"/"letter"/"choice"
+# ("option B is right"), so "A and B." under "A, D" no longer contradicts the clue.
+REPLIES_VERSION = "9"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP = "empty", "too_short", "meta", "echo", "cut", "example", "loop"
@@ -65,8 +67,10 @@ _HYPHENATED = re.compile(rf"\b({TENS_WORDS})-({UNIT_WORDS})\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?]['\")\]]*$")
 _LETTER = re.compile(r"\b[A-Z]\b")  # an option letter a clue names
 # An option letter a reply names: a capital alone before a clause break or the end ("It's B, the Nile",
-# "The answer is D."), never "I", nor an article ("A baker makes").
-_OPTION = re.compile(r"\b([A-HJ-Z])\b(?=\s*(?:[,.;:!?)]|$))")
+# "The answer is D."), before "and"/"or" and another letter ("A and B", "A or C"), or after a word
+# that announces one ("option B is right"); never "I", nor an article ("A baker makes").
+_OPTION = re.compile(r"\b([A-HJ-Z])\b(?=\s*(?:[,.;:!?)]|$)|\s+(?:and|or)\s+[A-HJ-Z]\b)"
+                     r"|\b(?:[Oo]ptions?|[Ll]etter|[Cc]hoice)\s+([A-HJ-Z])\b")
 
 
 def _instruction_sentences() -> re.Pattern:
@@ -282,7 +286,7 @@ def contradicts_clue(prediction: str, shown: str) -> bool:
     it: asked again, it wandered off ("I'd go the Inca Empire, but I'm not sure it's the one you're
     thinking of…"), and level-3 token-F1 fell by 0.007 where levels 1-2 rose."""
     letters = {x for x in _LETTER.findall(shown) if x != "I"}
-    named = set(_OPTION.findall(prediction))
+    named = {x for pair in _OPTION.findall(prediction) for x in pair if x}
     if letters and named and letters.isdisjoint(named):
         return True
     numbers, said = _number_runs(to_spoken(shown)), _number_runs(prediction)

@@ -275,6 +275,10 @@ def test_a_reply_that_says_one_clue_word_never_ignores_the_clue(shown, data):
     ("It's the one with the river.", "three bolts, river", False),  # "one" is no number
     ("A baker makes rolls all day.", "B, rolls", False),  # an article, not an option
     ("I think so, the Nile.", "A, Nile", False),  # "I" is no option
+    ("A and B.", "A, D", False),  # names A too: letters joined by "and"
+    ("It's A or B, the river.", "C, river", True),
+    ("Option B is the one.", "D, one", True),  # a letter after the word that announces it
+    ("Option D is the one.", "D, one", False),
     ("The answer is the Nile.", "A, Nile", False),  # names no letter, no number
     ("It is twelve.", "", False),  # level 0 shows no clue
 ])
