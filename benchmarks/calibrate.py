@@ -23,6 +23,10 @@ so start-up and model loading drop out:
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
+Speed probe: this CPU's time on a short workload of each kind of work (kame_data/speed_probe.py),
+stored as `probe`, so that `kame-data plan` on another CPU can scale each rate by that CPU's own
+times (`--only probe` adds it to rates this CPU measured).
+
 Yields: the share of a source's rows the template script keeps (`--until script` over every fixture
 row of each kind, tests/data/sources/), with the reasons of the rest; `plan` multiplies a source's
 items by it. `--only yields` measures them alone and keeps the stored rates.
@@ -49,6 +53,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from kame_data import speed_probe  # noqa: E402
 from kame_data.machine import cpu_description, cpu_fingerprint  # noqa: E402
 from tests.loopback_server import LoopbackServer  # noqa: E402
 
@@ -279,10 +284,11 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="store the rates in kame_data/calibration.json")
     ap.add_argument("--out", type=Path, help="store the rates in this file instead (your machine's, for "
                     "`kame-data plan --calibration FILE`)")
-    ap.add_argument("--only", choices=["yields", "driver", "speech", "steps", "oracle"], help="measure only this part "
+    ap.add_argument("--only", choices=["yields", "driver", "speech", "steps", "oracle", "probe"], help="measure only this part "
                     "(driver: the writer and the template script; speech: each engine's cost and speaking rate, and Whisper QA's; "
                     "steps: quality, acoustics, the speak step's parts and each step's set-up per worker; oracle: the "
-                    "embedded oracle per call and per prompt token); keep "
+                    "embedded oracle per call and per prompt token; probe: the speed probe, on the CPU that "
+                    "measured the rest); keep "
                     "the stored rest")
     args = ap.parse_args()
     n1, n2 = args.items
@@ -296,6 +302,12 @@ def main() -> None:
         with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
             if args.only == "yields":
                 part = {"yields": script_yields(Path(d))}
+            elif args.only == "probe":
+                stored = json.loads(path.read_text("utf-8"))
+                if stored.get("cpu") != cpu_description():
+                    raise SystemExit(f"the probe must come from the CPU that measured the rates ({stored.get('cpu')}), "
+                                     f"not this one ({cpu_description()}): calibrate here in full instead")
+                part = {"probe": speed_probe.measure()}
             elif args.only == "driver":
                 part = driver_rates(Path(d), espeak, loopback(srv), n2)
             elif args.only == "oracle":
@@ -335,6 +347,7 @@ def main() -> None:
         # Minus the speech of the extra dialogues (espeak) and their template-rate share.
         rewrite = (s2["cpu"] - s1["cpu"] - speech["espeak"] * (s2["audio"] - s1["audio"])) / max(1, calls)
         yields = script_yields(tmp)
+    probe = speed_probe.measure()
     stored = json.loads(path.read_text("utf-8")) if path.is_file() else {}
     cal = {
         "measured": datetime.date.today().isoformat(),
@@ -355,6 +368,7 @@ def main() -> None:
                                 **{k: v for k, v in stored.get("llamacpp", {}).get("script", {}).items()
                                    if k in ("fallback_rate", "fallback")}}},
         "yields": yields,
+        "probe": probe,
         # measured on a GPU by benchmarks/gpu_speech_check.py, not here: a CPU calibration keeps it
         **{k: stored[k] for k in ("qa_gpu",) if k in stored},
     }

@@ -239,11 +239,15 @@ def plan_cmd(
     usd_per_gpu_hour: float = typer.Option(0.0, "--usd-per-gpu-hour", min=0.0),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Rates from benchmarks/calibrate.py "
                                                "(default: the ones shipped, measured on a 2-core machine)."),
+    probe: bool = typer.Option(True, "--probe/--no-probe", help="On a CPU other than the calibration's, scale its "
+                               "rates by this CPU's measured speed on each kind of work (about 15 s, once per "
+                               "CPU; kame_data/speed_probe.py). --no-probe: the calibration's rates as they are."),
 ) -> None:
     """Show what a recipe would produce and cost, without running or downloading anything:
     items and dialogues per source, expected hours of audio, LLM calls and tokens, and the wall
     time per stage on the given resources (from measured per-stage rates) with the stage that
-    bounds the run.
+    bounds the run. Rates measured on another CPU are first scaled to this one by a short speed
+    probe (about 15 s, once per CPU; --no-probe skips it).
 
     Example:  kame-data plan recipes/kame_paper.yaml --cores 16 --gpus 1
     """
@@ -251,12 +255,12 @@ def plan_cmd(
     import os
 
     from kame_data.plan import format_plan, plan_recipe
-    from kame_data.projection import Resources, load_calibration
+    from kame_data.projection import Resources, load_calibration, to_this_cpu
     from kame_data.recipe import RecipeError, load_recipe
 
     try:
         plan = plan_recipe(load_recipe(recipe))
-        cal = load_calibration(calibration)
+        cal = to_this_cpu(load_calibration(calibration), probe, say=lambda m: typer.echo(m, err=True))
     except (RecipeError, OSError, ValueError) as e:
         _fail(str(e))
     plan.project(Resources(cores or os.cpu_count() or 1, gpus, nodes, llm_tokens_per_s, usd_per_core_hour,

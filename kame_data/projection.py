@@ -221,16 +221,48 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     return p
 
 
+def _calibration_cpus(cal: dict[str, Any]) -> set[str]:
+    """The fingerprints of the CPUs that measured a calibration's rates: a part remeasured later
+    (`calibrate.py --only`) names its own."""
+    return {cal.get("cpu_fingerprint", "")} | {r.get("cpu_fingerprint", "") for r in cal.get("remeasured", [])}
+
+
+def to_this_cpu(cal: dict[str, Any], probe: bool = True, say=None) -> dict[str, Any]:
+    """The calibration carried to this machine's CPU: where another CPU measured it and stored its
+    speed probe, each CPU rate is scaled by how much longer this CPU takes for that kind of work
+    (kame_data/speed_probe.py; measured once per CPU, about 15 s). Unchanged on the calibration's own
+    CPU, with `probe` off, or for a calibration without a probe or mixed from several CPUs."""
+    from kame_data import speed_probe
+    from kame_data.machine import cpu_description
+
+    theirs = cal.get("probe")
+    if not probe or not theirs or theirs.get("cpu") == cpu_description() or len(_calibration_cpus(cal)) > 1:
+        return cal
+    try:
+        ours = speed_probe.this_cpu(say=say or (lambda _: None))
+    except speed_probe.ProbeFailed as e:
+        return cal | {"probe_failed": str(e)}
+    factor = speed_probe.ratios(theirs, ours)
+    return speed_probe.scale(cal, factor) | {"scaled": {"from": theirs["cpu"], "to": ours["cpu"], "factors": factor,
+                                                        "unmeasured": sorted(set(speed_probe.KINDS) - set(factor))}}
+
+
 def other_cpu(cal: dict[str, Any]) -> list[str]:
     """A note when the calibration's CPU is not this machine's: rates measured on one 2-core machine
     predicted 1.64x the CPU time the same work took on another (benchmarks/plan_check.py, 2026-12-05),
-    so a plan for other hardware needs rates measured there."""
+    so a plan for other hardware needs rates measured there, or scaled by the speed probe (to_this_cpu)."""
     here = cpu_fingerprint()
-    # a part remeasured later (`calibrate.py --only`) names its own CPU
-    theirs = {cal.get("cpu_fingerprint", "")} | {r.get("cpu_fingerprint", "") for r in cal.get("remeasured", [])}
+    if cal.get("scaled"):
+        s = cal["scaled"]
+        return [f"rates measured on {s['from']}, scaled to this CPU by its speed on each kind of work ("
+                + ", ".join(f"{k} x{v:.2f}" for k, v in s["factors"].items())
+                + (f"; not measured here, so as they are: {', '.join(s['unmeasured'])}" if s.get("unmeasured") else "")
+                + "); a calibration measured here is closer: `python benchmarks/calibrate.py --out FILE`, "
+                  "then plan with --calibration FILE"]
+    theirs = _calibration_cpus(cal)
     if theirs == {here}:
         return []
-    return [f"this machine's CPU ({here}) is not the one the rates were measured on "
+    return ([cal["probe_failed"]] if cal.get("probe_failed") else []) + [f"this machine's CPU ({here}) is not the one the rates were measured on "
             f"({', '.join(sorted(t or 'not recorded' for t in theirs))}): two 2-core CPUs differed by 1.6x in all and up to 3.4x per step; "
             "measure yours with `python benchmarks/calibrate.py --out FILE`, then plan with --calibration FILE"]
 

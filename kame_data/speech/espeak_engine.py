@@ -139,6 +139,7 @@ SPEC = EngineSpec(
     name="espeak", loader=EspeakEngine, knobs=("rate", "pitch"), timed=True,
     tempo=Tempo("rate", whole=True),
     words_per_second=2.75,  # espeak-ng speaks `rate` words a minute: 165 by default
+    probe="general",  # rules and a formant synthesiser in C, no network
     check=EngineCheck("espeak-ng", ("espeakng-loader",),
                       "install espeakng-loader (kame-data[tts]) or Debian's libespeak-ng1", voice="en-us+f3"),
 )
