@@ -239,10 +239,9 @@ def to_this_cpu(cal: dict[str, Any], probe: bool = True, say=None) -> dict[str, 
     if not probe or not theirs or theirs.get("cpu") == cpu_description() or len(_calibration_cpus(cal)) > 1:
         return cal
     try:
-        ours = speed_probe.this_cpu(say=say or (lambda _: None))
-    except speed_probe.ProbeFailed as e:
+        factor = speed_probe.ratios(theirs, ours := speed_probe.this_cpu(say=say or (lambda _: None)))
+    except (speed_probe.ProbeFailed, ValueError) as e:  # a dead probe, or one of another version
         return cal | {"probe_failed": str(e)}
-    factor = speed_probe.ratios(theirs, ours)
     return speed_probe.scale(cal, factor) | {"scaled": {"from": theirs["cpu"], "to": ours["cpu"], "factors": factor,
                                                         "unmeasured": sorted(set(speed_probe.KINDS) - set(factor))}}
 

@@ -124,3 +124,12 @@ def test_a_probe_that_fails_leaves_the_rates_as_measured_and_says_why(tmp_path, 
     assert any(n.startswith("the speed probe failed (exit status 1)") for n in notes)
     assert any("is not the one the rates were measured on" in n for n in notes)
     assert not (tmp_path / "fresh" / "speed-probe.json").exists()  # nothing cached from a failure
+
+
+def test_a_calibration_probed_by_another_probe_version_is_not_scaled(tmp_path, monkeypatch):
+    cal, _ = _another_cpus_calibration(tmp_path)
+    monkeypatch.setenv("KAME_DATA_CACHE_DIR", str(tmp_path))
+    ours = {"version": speed_probe.PROBE_VERSION, "cpu": cpu_description(), "core_s": SLOWER}
+    (tmp_path / "speed-probe.json").write_text(json.dumps({f"{cpu_description()}|v{speed_probe.PROBE_VERSION}": ours}))
+    kept = to_this_cpu({**cal, "probe": {**THEIRS, "version": 0}})
+    assert "scaled" not in kept and "measure the calibration again" in kept["probe_failed"]
