@@ -15,7 +15,10 @@ driver threads that ran it. Then the run's CPU time (every process) against the 
 all, and the plan's wall time against the run's. Run it on an idle machine (nothing else running);
 the goal (issue 34) is the total within ±25% and every stage within ±40%.
 
-    python benchmarks/plan_check.py [--items 50] [--calibration FILE] [--json FILE]
+On a CPU other than the calibration's, `plan` scales the rates by the speed probe
+(kame_data/speed_probe.py) and the check says so; `--no-probe` checks the rates as measured.
+
+    python benchmarks/plan_check.py [--items 50] [--calibration FILE] [--no-probe] [--json FILE]
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def main() -> None:
     ap.add_argument("--items", type=int, default=50, help="source items (about 80%% become dialogues)")
     ap.add_argument("--workers", type=int, default=2, help="speak.workers of the recipe")
     ap.add_argument("--calibration", help="a calibration file (default: the shipped one)")
+    ap.add_argument("--no-probe", action="store_true", help="plan with the calibration's rates as measured, not "
+                    "scaled to this CPU by the speed probe (when the calibration's CPU is another)")
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     cores = os.cpu_count() or 1
@@ -80,6 +85,8 @@ def main() -> None:
         plan_args = ["plan", str(path), "--cores", str(cores), "--json"]
         if args.calibration:
             plan_args += ["--calibration", args.calibration]
+        if args.no_probe:
+            plan_args.append("--no-probe")
         plan = json.loads(kame(plan_args, env).stdout)
         print(f"load average {os.getloadavg()[0]:.1f} before the runs (the figures assume an idle machine)",
               flush=True)
@@ -90,6 +97,10 @@ def main() -> None:
         wall, cpu = time.perf_counter() - t, children_cpu() - before
         manifest = json.loads((tmp / "out" / "manifest.json").read_text("utf-8"))
     proj = plan["projection"]
+    # the rates as plan used them: this CPU's own, or another CPU's (scaled by the speed probe, or not)
+    rates = next((n for n in proj["notes"] if "scaled to this CPU" in n or "is not the one the rates" in n),
+                 "measured on this CPU")
+    print(f"rates: {rates}")
     missed: list[tuple[str, float]] = []
     timings, stage_cpu = manifest["timings"], manifest.get("cpu", {})
     rows, ok = [], True
@@ -126,7 +137,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({"items": args.items, "stages": rows, "wall": wall, "cpu": cpu,
                                                "predicted_work": work,
-                                               "predicted_wall": proj["total_s"], "within": ok}, indent=2))
+                                               "predicted_wall": proj["total_s"], "within": ok, "rates": rates},
+                                              indent=2))
 
 
 if __name__ == "__main__":
