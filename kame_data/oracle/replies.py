@@ -36,7 +36,8 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # 8: a reply replaces a poor one only when it says at least as many of the clue's words (oracle/stage.py).
 # 9: a reply names the letters it joins with "and"/"or" ("A and B") and one after "option"/"letter"/"choice"
 # ("option B is right"), so "A and B." under "A, D" no longer contradicts the clue.
-REPLIES_VERSION = "9"
+# 10: a reply that is one clause said twice and nothing else ("The answer is no, the answer is no.") is a LOOP.
+REPLIES_VERSION = "10"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP = "empty", "too_short", "meta", "echo", "cut", "example", "loop"
@@ -298,8 +299,13 @@ LOOP_RUN, LOOP_TIMES = 4, 3
 
 def loops(prediction: str) -> bool:
     """True when a run of LOOP_RUN tokens comes LOOP_TIMES times or more: the sampler caught in a loop
-    ("she will get the answer to her question, she will get the answer to her question, she will …").
-    A reply that says its answer twice ("It's B. So the answer is B.") is no loop."""
+    ("she will get the answer to her question, she will get the answer to her question, she will …"),
+    or when the whole reply is one clause of three or more words said twice ("The answer is no, the
+    answer is no.": 43 of 1,143 level-0 predictions of the fixtures, seed 1, replies v9). A reply that says its
+    answer twice in other words ("It's B. So the answer is B.") is no loop."""
     p = tokens(prediction)
+    half = len(p) // 2
+    if len(p) % 2 == 0 and half >= 3 and p[:half] == p[half:]:
+        return True
     runs = [tuple(p[i:i + LOOP_RUN]) for i in range(len(p) - LOOP_RUN + 1)]
     return any(n >= LOOP_TIMES for n in Counter(runs).values())

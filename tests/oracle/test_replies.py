@@ -61,6 +61,12 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
      "answer is fourteen point four.", LOOP),
     # an answer said twice is a reply
     ("The discount is two dollars. So the answer is two dollars, the answer is two.", ""),
+    # one clause said twice and nothing else is not (replies v10, level 0 of real fixture dialogues)
+    ("The answer is no, the answer is no.", LOOP),
+    ("You're a game. You're a game.", LOOP),
+    ("The answer is twenty thousand. The answer is twenty thousand.", LOOP),
+    ("The Chinese New Year. The Chinese New Year is a lunar holiday.", ""),  # the second says more
+    ("Yes, yes.", SHORT),
 ])
 def test_classify(text, kind):
     assert classify(clean_prediction(text), CONTEXT) == kind
