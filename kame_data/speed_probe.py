@@ -42,7 +42,6 @@ PROMPT = ("You guess what the assistant will say next in a spoken conversation.\
           "Hint: thirteen, apples\nAssistant:")
 
 
-
 def rate_kinds() -> dict[str, str | dict[str, str]]:
     """The probe kind that moves each CPU rate of a calibration (its keys; a dict's entries by name)."""
     from kame_data.speech.engines import ENGINES
