@@ -172,7 +172,11 @@ def this_cpu(refresh: bool = False, say: Callable[[str], Any] = log.info) -> dic
         if r.returncode:
             why = f"exit status {r.returncode}" if r.returncode > 0 else f"killed by signal {-r.returncode}"
             raise ProbeFailed(f"the speed probe failed ({why}): {r.stderr.strip()[-300:]}")
-        cached[key] = json.loads(r.stdout) | {"measured": time.strftime("%Y-%m-%d")}
+        try:  # its figures are the last line: a library may print before them
+            figures = json.loads((r.stdout.strip().splitlines() or [""])[-1])
+        except ValueError:
+            raise ProbeFailed(f"the speed probe printed no figures: {r.stdout.strip()[-300:]!r}") from None
+        cached[key] = figures | {"measured": time.strftime("%Y-%m-%d")}
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(path) as tmp:
             tmp.write_text(json.dumps(cached, indent=1), "utf-8")
