@@ -37,7 +37,9 @@ MIN_WORDS, MAX_WORDS = 3, 30
 # 9: a reply names the letters it joins with "and"/"or" ("A and B") and one after "option"/"letter"/"choice"
 # ("option B is right"), so "A and B." under "A, D" no longer contradicts the clue.
 # 10: a reply that is one clause said twice and nothing else ("The answer is no, the answer is no.") is a LOOP.
-REPLIES_VERSION = "10"
+# 11: so is one whose clause said twice fills three quarters of it while the rest adds no content word
+# ("The answer is two, so the answer is two.").
+REPLIES_VERSION = "11"
 
 # Kinds of non-replies, in the order they are checked.
 EMPTY, SHORT, META, ECHO, CUT, EXAMPLE, LOOP = "empty", "too_short", "meta", "echo", "cut", "example", "loop"
@@ -295,17 +297,48 @@ def contradicts_clue(prediction: str, shown: str) -> bool:
 
 
 LOOP_RUN, LOOP_TIMES = 4, 3
+# A clause said twice is a loop when the two copies hold at least this share of the reply and the rest
+# adds no word of substance. On the 455 assistant replies the fixtures' scripts write, the longest
+# clause said twice covers at most 0.67 of any 30 words ("First find the total number of spider legs,
+# … Then find the total number of insect legs, …"; 99th percentile 0.48).
+LOOP_COVER = 0.75
+# Words that frame an answer without adding to it ("The correct answer is C, Max Weber.").
+FRAMING = frozenset({"answer", "correct", "right", "okay", "sure", "yes", "say"})
 
 
 def loops(prediction: str) -> bool:
     """True when a run of LOOP_RUN tokens comes LOOP_TIMES times or more: the sampler caught in a loop
     ("she will get the answer to her question, she will get the answer to her question, she will …"),
-    or when the whole reply is one clause of three or more words said twice ("The answer is no, the
-    answer is no.": 43 of 1,143 level-0 predictions of the fixtures, seed 1, replies v9). A reply that says its
-    answer twice in other words ("It's B. So the answer is B.") is no loop."""
+    or when the reply is one clause of three or more words said twice with nothing of substance
+    besides: "The answer is no, the answer is no." (replies v10), "The answer is two, so the answer is
+    two." or "… one thousand nine hundred and sixty one, which is one thousand nine hundred and sixty
+    one.", "The answer is C, Max Weber. The correct answer is C, Max Weber." (v11). A reply that says its answer twice in other words ("It's B. So the answer is B.") or
+    says more the second time ("The Chinese New Year. The Chinese New Year is a lunar holiday.") is
+    no loop."""
     p = tokens(prediction)
-    half = len(p) // 2
-    if len(p) % 2 == 0 and half >= 3 and p[:half] == p[half:]:
-        return True
     runs = [tuple(p[i:i + LOOP_RUN]) for i in range(len(p) - LOOP_RUN + 1)]
-    return any(n >= LOOP_TIMES for n in Counter(runs).values())
+    if any(n >= LOOP_TIMES for n in Counter(runs).values()):
+        return True
+    said_twice = _clause_said_twice(p, max(3, math.ceil(LOOP_COVER * len(p) / 2)))
+    if said_twice is None:
+        return False
+    first, second, n = said_twice
+    rest = p[:first] + p[first + n:second] + p[second + n:]
+    return not set(content_words(" ".join(rest))) - set(p[first:first + n]) - FRAMING
+
+
+def _clause_said_twice(p: list[str], n: int) -> tuple[int, int, int] | None:
+    """Where a run of at least `n` tokens comes twice without overlapping, grown to its longest:
+    (first start, second start, length); None when no run of `n` does."""
+    found = None
+    while n <= len(p) // 2:
+        starts: dict[tuple[str, ...], int] = {}
+        for i in range(len(p) - n + 1):
+            j = starts.setdefault(tuple(p[i:i + n]), i)
+            if i >= j + n:
+                found = (j, i, n)
+                break
+        else:
+            return found
+        n += 1
+    return found

@@ -66,10 +66,35 @@ CONTEXT = ("B: Quick question. The list price of a book is four dollars and nine
     ("You're a game. You're a game.", LOOP),
     ("The answer is twenty thousand. The answer is twenty thousand.", LOOP),
     ("The Chinese New Year. The Chinese New Year is a lunar holiday.", ""),  # the second says more
+    # a clause said twice with only framing between (replies v11, v10 predictions of the fixture ladder)
+    ("The answer is two, so the answer is two.", LOOP),
+    ("The answer is one thousand nine hundred and ninety two, which is one thousand nine hundred and ninety two.",
+     LOOP),
+    ("The answer is C, Max Weber. The correct answer is C, Max Weber.", LOOP),
+    ("She sells nine duck eggs, day, day, she sells nine duck eggs, day. That's the answer.", LOOP),
+    ("The answer is ten. So the answer is ten marbles.", ""),  # marbles: the second says more
+    ("The answer is B, the Inca. The answer is B, the Inca Empire.", ""),
     ("Yes, yes.", SHORT),
 ])
 def test_classify(text, kind):
     assert classify(clean_prediction(text), CONTEXT) == kind
+
+
+_WORDS = ("cat", "river", "seven", "green", "market", "bread", "dollars", "engine", "winter", "paper")
+
+
+@given(st.lists(st.sampled_from(_WORDS), min_size=6, max_size=9, unique=True),
+       st.sampled_from(["", "so", "which is", "so the answer is", "the correct answer is"]),
+       st.lists(st.sampled_from(("violin", "harbour", "copper")), max_size=2))
+def test_a_clause_said_twice_loops_unless_the_rest_says_more(clause, between, more):
+    """The v11 rule over any clause of six words or more (its two copies then fill three quarters of the
+    reply whatever the framing): said twice with framing between, a LOOP; with a word of substance
+    the clause lacks, a reply."""
+    from kame_data.oracle.replies import loops
+
+    said = " ".join(clause)
+    text = f"{said}, {between} {said} {' '.join(more)}."
+    assert loops(text) == (not more)
 
 
 def test_cut_output_is_detected_and_repaired_to_its_last_sentence():
