@@ -312,9 +312,9 @@ def loops(prediction: str) -> bool:
     or when the reply is one clause of three or more words said twice with nothing of substance
     besides: "The answer is no, the answer is no." (replies v10), "The answer is two, so the answer is
     two." or "… one thousand nine hundred and sixty one, which is one thousand nine hundred and sixty
-    one.", "The answer is C, Max Weber. The correct answer is C, Max Weber." (v11). A reply that says its answer twice in other words ("It's B. So the answer is B.") or
-    says more the second time ("The Chinese New Year. The Chinese New Year is a lunar holiday.") is
-    no loop."""
+    one.", "The answer is C, Max Weber. The correct answer is C, Max Weber." (v11). A reply that says
+    its answer twice in other words ("It's B. So the answer is B.") or says more the second time
+    ("The Chinese New Year. The Chinese New Year is a lunar holiday.") is no loop."""
     p = tokens(prediction)
     runs = [tuple(p[i:i + LOOP_RUN]) for i in range(len(p) - LOOP_RUN + 1)]
     if any(n >= LOOP_TIMES for n in Counter(runs).values()):
