@@ -31,7 +31,7 @@ from kame_data.speech.cache import cache_root
 
 log = logging.getLogger(__name__)
 
-PROBE_VERSION = 1
+PROBE_VERSION = 2  # 2: the llm workload runs the default weights, SmolLM2 as Q8_0 (was its shipped Q4_1)
 REPEATS = 3
 KINDS = ("tts", "whisper", "dnsmos", "llm", "signal", "general")
 SENTENCE = ("A bakery sells muffins for three dollars each and cookies for two dollars each, so four muffins "

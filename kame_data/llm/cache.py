@@ -14,14 +14,13 @@ from pathlib import Path
 
 from kame_data.llm.base import ChatBackend, ChatRequest, ChatResult, regroup
 from kame_data.storage import Location, Storage, is_url
+from kame_data.user_cache import cache_root
 
 log = logging.getLogger(__name__)
 
 
 def default_cache_path() -> Path:
-    root = os.environ.get("KAME_DATA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kame-data")
-    return Path(root) / "llm-cache.sqlite"
+    return cache_root() / "llm-cache.sqlite"
 
 
 class RequestCache:

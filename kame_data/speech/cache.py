@@ -7,15 +7,11 @@ import another to learn where the cache is.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from kame_data.user_cache import cache_root
 
-def cache_root() -> Path:
-    """KAME_DATA_CACHE_DIR, else $XDG_CACHE_HOME/kame-data, else ~/.cache/kame-data."""
-    root = os.environ.get("KAME_DATA_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kame-data")
-    return Path(root)
+__all__ = ["cache_root", "voice_cache"]
 
 
 def voice_cache() -> Path:
