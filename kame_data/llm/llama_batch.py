@@ -3,7 +3,7 @@
 
 Why: a 135M model decoding one token reads every weight for one row of activations; decoding the
 next token of eight chains at once reads them once for eight rows. Where the decode is bound by
-arithmetic instead (a 2-core AVX2 CPU with Q4_1 weights), it gains little: see docs/design.md.
+arithmetic instead (a 2-core AVX2 CPU with Q4_1 or Q8_0 weights), it gains little: see docs/design.md.
 
 Same answers: each chain replays exactly what `llama_worker.complete_chain` does with one sequence
 (`Llama.create_completion` on a KV cache that keeps the previous prompt): the shared messages
