@@ -1,8 +1,6 @@
 """The default embedded model is SmolLM2's shipped Q4_1 weights re-encoded as Q8_0 (llm/llamacpp.py):
 derived once per machine into the cache folder, whole, reused after, and still the same model."""
 
-import os
-
 import pytest
 
 from kame_data.llm import llamacpp
@@ -105,4 +103,3 @@ def test_both_weights_answer_alike(tmp_path, monkeypatch):
 def test_unknown_embedded_model_names_the_choices():
     with pytest.raises(ValueError, match="smollm2-135m-q4_1"):
         embedded_model_path("smollm3")
-    assert os.environ.get("KAME_DATA_CACHE_DIR")  # the session's cache folder, not the user's
