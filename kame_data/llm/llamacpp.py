@@ -31,7 +31,7 @@ from kame_data.workers import EngineCrashed, describe_death, pool_cpu_seconds, w
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # The shipped Q4_1 weights re-encoded as Q8_0: each Q4_1 value lands within 1/254 of its block's
 # largest weight, a few hundredths of a Q4_1 step, so the model is the same; llama.cpp's Q8_0 kernels
-# decode it about x1.3 faster on x86 (benchmarks/oracle_backend.py --model smollm2-135m-q4_1 vs the default).
+# decode it faster on x86: the oracle stage x1.11 (fixtures) to x1.23 (quickstart) on an AMD EPYC (docs/design.md).
 SMOLLM2_Q8_FILE = "SmolLM2-135M-Instruct.Q8_0.gguf"
 ENGINE = "llama.cpp (embedded simulator)"
 # Embedded models by name (`oracle.backend.model`): the package that ships each.
