@@ -8,12 +8,13 @@ whether the ladder climbs (a gap of at least 0.03 between neighbours), the share
 replies (published predictions `replies.classify` flags, plus events dropped after every retry), the
 oracle stage's seconds and calls per second.
 
-With `--seeds N` each run is repeated with `oracle.seed` 0..N-1 (other samples of the same requests)
+With `--seeds N` each run is repeated with `oracle.seed` 0..N-1 (other samples of the same requests;
+`--first-seed K` starts at K)
 and the mean token-F1 per level is printed with its spread across seeds: one draw moves a level by up
 to about 0.05 on a few hundred events, so a prompt or model change needs several draws to show.
 
     python benchmarks/oracle_ladder.py [--out DIR] [--models smollm2-135m gemma3-270m] [--recipes quickstart fixtures]
-                                       [--seeds 3]
+                                       [--seeds 3] [--first-seed 0]
 """
 
 from __future__ import annotations
@@ -144,6 +145,8 @@ def main() -> None:
     ap.add_argument("--recipes", nargs="+", default=list(RECIPES), choices=list(RECIPES))
     ap.add_argument("--instances", type=int, default=None, help="model instances (default: one per core)")
     ap.add_argument("--seeds", type=int, default=1, help="draws per run (oracle.seed 0..N-1), averaged per level")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="start the draws at this oracle.seed (more draws beside an earlier run's)")
     args = ap.parse_args()
     print(f"{os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at the start (others' work slows timings)")
     results = {}
@@ -153,7 +156,7 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         for model in args.models:
             draws = []
-            for seed in range(args.seeds):
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
                 run(recipe_for(ref, model, args.instances, args.out, seed), out, limit, args.out / "cache")
                 draws.append(measure(out))
                 report(name if args.seeds == 1 else f"{name} (oracle.seed {seed})", model, draws[-1])
