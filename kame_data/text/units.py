@@ -1,7 +1,8 @@
 """Amounts with a unit: measures ('25°C', '2.5 kg', '470 cal/mole') and money ('$4.95', '€3 million').
 
 Both read the number and its unit together, singular or plural, before the numerals pass would
-read the number alone. Units that are also words ('in', 'm', 'C') are taken only where the
+read the number alone. A measure in front of its noun takes the singular, as a person reads it:
+'a 200 GB file' is 'a two hundred gigabyte file', 'a $5 bill' 'a five dollar bill' (`_attributive`). Units that are also words ('in', 'm', 'C') are taken only where the
 context says they are units.
 """
 
@@ -64,11 +65,25 @@ _LABEL = re.compile(r"\b(?:line|option|question|step|figure|table|chapter|page|n
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
                "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "", "")}
 
+def _attributive(m: re.Match, start: int, joined: bool = False) -> bool:
+    """Whether the measure matched by `m` (beginning at `start`) stands in front of its noun: joined to
+    its number by a hyphen ('a 5-km race'), or right after 'a'/'an' ('a 200 GB file', 'a 3 m long rope',
+    'a 60 km/h zone'), where a plural could only follow as 'of' ('a 1.5 kg of' is not English either).
+    'The 200 GB file' is left plural: after 'the' a relative clause may follow ('the $20 he spent'),
+    which no word list tells from a noun."""
+    if joined:
+        return True
+    if not re.search(r"(?:^|[^\w])(?:a|an|A|An)\s*$", m.string[:start]):
+        return False
+    return not re.match(r"\s*of\b", m.string[m.end():])
+
 
 def units(text: str) -> str:
     """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
     'J K^-1' -> 'J per kelvin'."""
     alt = _UNIT_ALT
+    # dimensions: '3 m x 4 m', '10 cm × 20 cm' are read 'by'
+    text = re.sub(rf"(?<![\w.])({VALUE})\s*({alt})\s*[x×]\s*(?=\d)", r"\1 \2 by ", text)
     text = re.sub(rf"(?<![A-Za-z])({alt})\s*to the minus (?:one|1)\b", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)
     text = re.sub(rf"(?<=[a-z])/({alt})(?![A-Za-z0-9])", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)  # rev/s
 
@@ -90,6 +105,7 @@ def units(text: str) -> str:
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
+        attributive = _attributive(m, m.start(), m.string[m.end(1):m.start(2)] == "-")
         value = m.group(1).replace(",", "").lstrip("+")
         minus, value = ("minus ", value[1:].lstrip()) if value.startswith("-") else ("", value)
         frac = re.fullmatch(r"(?:(\d+)\s+)?(\d+)/(\d+)", value)
@@ -100,9 +116,10 @@ def units(text: str) -> str:
             whole = cardinal(int(frac.group(1))) if frac.group(1) else ""
             said = say_mixed(whole, int(frac.group(2)), int(frac.group(3))) if whole else \
                 say_fraction(int(frac.group(2)), int(frac.group(3)))
-            words = f" {said} {plural}"
+            words = f" {said} {singular if attributive else plural}"
         else:
-            words = f" {say_number(value)} {singular if value in ('1', '1.0') else plural}"
+            one = value in ('1', '1.0') or attributive
+            words = f" {say_number(value)} {singular if one else plural}"
         words = f" {minus}{words.lstrip()}"
         if m.group(3):
             den = m.group(3)
@@ -138,17 +155,20 @@ def bare_units(text: str) -> str:
 
 def _money(m: re.Match) -> str:
     """'$4.95' -> 'four dollars and ninety five cents'; the sign on either side of the symbol
-    ('-$5', '$-5')."""
+    ('-$5', '$-5'); in front of a noun, the singular ('a $5 bill', 'a $1.5 million grant')."""
     sign, symbol, amount, scale = m.group(1) or m.group(3) or "", m.group(2), m.group(4).replace(",", ""), m.group(5) or ""
     one, many, sub_one, sub_many = _CURRENCIES[symbol]
     minus = "minus " if sign else ""
-    if scale:
-        return f"{minus}{say_number(amount)} {scale.lower()} {many}"
     whole, _, frac = amount.partition(".")
+    attributive = not sign and _attributive(m, m.start())
+    if scale:
+        return f"{minus}{say_number(amount)} {scale.lower()} {one if attributive else many}"
     units = int(whole or 0)
     cents = int((frac + "00")[:2]) if frac and sub_many else 0
     if frac and len(frac) > 2 or (frac and not sub_many):
         return f"{minus}{say_number(amount)} {many}"
+    if attributive and not (units and cents):  # 'a five dollar tip', 'a fifty cent coin'
+        return f"{cardinal(units)} {one}" if units or not cents else f"{cardinal(cents)} {sub_one}"
     parts = []
     if units or not cents:
         parts.append(f"{cardinal(units)} {one if units == 1 else many}")

@@ -116,7 +116,7 @@ FIXTURE_CASES = [
     ('the reaction N_2O_4 (g) \\rightleftarrows 2NO_2 (g)', 'the reaction N two O four g is in equilibrium with two N O two g'),
     ('a solution of 13C-labelled methyl radical (13CH3•)', 'a solution of thirteen C labelled methyl radical thirteen C H three dot'),
     ('the K_diss of acetic acid is 1.8 × 10^-5.', 'the K diss of acetic acid is one point eight times ten to the minus five.'),
-    ('purchased on March 10, with a$155 premium', 'purchased on March tenth, with a one hundred and fifty five dollars premium'),
+    ('purchased on March 10, with a$155 premium', 'purchased on March tenth, with a one hundred and fifty five dollar premium'),
     ('in the past week (as of 2013)?', 'in the past week as of twenty thirteen?'),
     ('because some things (e.g., long-term torture) are worse than death.', 'because some things, for example, long term torture, are worse than death.'),
     ('[1, 5, 4, 6]', 'one, five, four, six'),
@@ -154,7 +154,7 @@ def test_fractions(num, den, words):
 
 def test_units_need_a_number_and_no_word_after_in():
     assert to_spoken("5 in the box") == "five in the box"
-    assert to_spoken("a 2 in. pipe") == "a two inches pipe"
+    assert to_spoken("a 2 in. pipe") == "a two inch pipe"
     assert to_spoken("Line 3 to b") == "Line three to b"
 
 

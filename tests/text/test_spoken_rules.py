@@ -90,7 +90,7 @@ RULES = {
          "Therefore, Marie ordered seventeen dollars divided by eight dollars and fifty cents equals two boxes of "
          "pizza."),
         ("She earns $30/$15 per hour.", "She earns thirty dollars divided by fifteen dollars per hour."),
-        ("a $7.00 delivery/tip fee", "a seven dollars delivery or tip fee"),  # words: "or"
+        ("a $7.00 delivery/tip fee", "a seven dollar delivery or tip fee"),  # words: "or"
         ("an average speed in km/h", "an average speed in kilometers per hour"),
     ],
     # the same fraction is read the same way in a sum and in a sentence
@@ -144,6 +144,18 @@ RULES = {
         ("Terms 1/15, n/60 apply", "Terms one fifteen, net sixty apply"),
         ("the ratio 3/4, n/2", "the ratio three quarters, n divided by two"),
         ("n/2 pairs", "n over two pairs"),
+    ],
+    # a measure in front of its noun is singular, as a person reads it
+    "attributive": [
+        ("Carla is downloading a 200 GB file.",  # GSM8K test row
+         "Carla is downloading a two hundred gigabyte file."),
+        ("she wants to add a $5.00 tip.", "she wants to add a five dollar tip."),  # GSM8K test row
+        ("posted a $60 billion revenue and a $6 billion profit",  # MMLU-Pro test, business
+         "posted a sixty billion dollar revenue and a six billion dollar profit"),
+        ("He ran a 5-km race in a 60 km/h wind.", "He ran a five kilometer race in a sixty kilometer per hour wind."),
+        ("It weighs 5 kg; the 5 kg of rice cost $12.",  # no article: the plural stays
+         "It weighs five kilograms; the five kilograms of rice cost twelve dollars."),
+        ("The room measures 3 m × 4 m.", "The room measures three meters by four meters."),
     ],
 }
 CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]
