@@ -40,6 +40,8 @@ def clean(text: str) -> str:
     text = text.replace("’", "'").replace("‘", "'").replace("“", '"').replace("”", '"').replace("…", "...")
     text = text.replace("−", "-").replace("‐", "-").replace("‑", "-").replace("\u2044", "/")
     text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\$?\d)", _dash, text)
+    # an en dash glued to a number where no number precedes is its minus sign: '(–2, 3)', '= –3', 'of –10°C'
+    text = re.sub(r"(?<![^\s(\[=,:<>])–(?=\$?\.?\d)", "-", text)
     return text.replace("–", ", ").replace("—", ", ")
 
 

@@ -32,8 +32,9 @@ from kame_data.text.units import currency, units
 # number, "iron(III) chloride" is "iron three chloride"; 7: Roman numerals whose context makes them numbers,
 # "World War two", "Louis the fourteenth", "DSM three", kame_data/text/roman.py; 8: statement labels,
 # "two: Groups are"; 9: a lone I after a regnal name only before a stop, "of" or "and"; 10: credit terms,
-# "(2/10), (n/30)" is "two ten, net thirty"; 11: a measure in front of its noun is singular, "a two hundred
-# gigabyte file", "a five dollar tip", and dimensions are read "by", "three meters by four meters").
+# "(2/10), (n/30)" is "two ten, net thirty"; 11: a measure in front of its noun is singular, "a two
+# hundred gigabyte file", "a five dollar tip", dimensions are read "by", "three meters by four meters",
+# and an en dash glued to a number with no number before it is its minus sign, "(–2, 3)").
 SPOKEN_VERSION = "11"
 
 

@@ -144,6 +144,11 @@ RULES = {
         ("Terms 1/15, n/60 apply", "Terms one fifteen, net sixty apply"),
         ("the ratio 3/4, n/2", "the ratio three quarters, n divided by two"),
         ("n/2 pairs", "n over two pairs"),
+        # an en dash glued to a number with no number before it is a minus sign
+        ("What is the slope of the line that passes through the points (5, 4) and (–2, 3)?",  # MMLU-Pro test, math
+         "What is the slope of the line that passes through the points five, four, and minus two, three?"),
+        ("Solve for x when x = –3 and temperatures of –10°C.",
+         "Solve for x when x equals minus three and temperatures of minus ten degrees Celsius."),
     ],
     # a measure in front of its noun is singular, as a person reads it
     "attributive": [
