@@ -25,7 +25,7 @@ _LATEX_WORDS = {
     r"\prime": " prime ", r"\ell": " l ", r"\hbar": " h bar ", r"\angle": " angle ", r"\triangle": " triangle ",
     r"\|": " ∥ ", r"\{": " ", r"\}": " ",
     r"\left": "", r"\right": "", r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": " ", r"\qquad": " ",
-    r"\ ": " ", r"\\": " ",
+    r"\ ": " ", r"\\": " ", r"\AA": " Å ",  # the angstrom, read by the units pass after its number
 }
 _LATEX_GREEK = {f"\\{name}": f" {name} " for name in sorted(set(GREEK.values()))}
 _LATEX_GREEK.update({f"\\{name.capitalize()}": f" {name} " for name in sorted(set(GREEK.values()))})
@@ -62,6 +62,8 @@ def _latex(text: str) -> str:
     text = re.sub(r"\^\s*\{?\s*\\circ\s*\}?\s*(?:\\mathrm\s*\{\s*~?([CFK])\s*\}|([CFK])\b)?",
                   lambda m: "°" + (m.group(1) or m.group(2) or ""), text)
     text = powers(text)
+    # a micro prefix before a unit ('\\mu m', '\\mu\\mathrm{g}'): the unit symbol the units pass reads
+    text = re.sub(r"\\mu\s*(?=(?:m|g|s|L|l|F|C|A|H|T|W|V|mol)\b)", "μ", text)
     text = re.sub(r"_\s*\{([^{}]*)\}", r" sub \1 ", text)
     text = re.sub(r"_\s*([A-Za-z0-9])", r" sub \1 ", text)
     for table in (_LATEX_GREEK, _LATEX_WORDS):
@@ -92,6 +94,8 @@ def math_spans(text: str) -> str:
 
     A number alone between dollar signs (`$-5$`, `$1.3$$10^7$`) is LaTeX, never a price: two
     spans side by side are a product ('one point three times ten to the seven')."""
+    text = re.sub(r"\$\s*\^\s*\{?\s*\\circ\s*\}?\s*\$\s*(?=[CFK]\b)", "°", text)  # '25 $^\\circ$C'
+    text = re.sub(r"\$\s*\\mu\s*\$\s*(?=(?:m|g|s|L|l|F|C|A|H|T|W|V|mol)\b)", "μ", text)  # '5 $\\mu$m'
     text = re.sub(r"(?<=[\d.}])\$\$(?=\s*[-\d.\\])", r"$ \\times $", text)
     text = re.sub(r"(?<![\w$\\])\$\s?(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s?\$(?![\d$])", r" \1 ", text)
     text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + _latex(m.group(1)) + " ", text, flags=re.DOTALL)

@@ -83,11 +83,21 @@ def _circled(marks: str) -> str:
     return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
 
 
+def _tuple(m: re.Match) -> str:
+    """'<0,1>', an edge of a graph (MMLU-Pro's 'E = {<0,1>,<4,1>}'), is said 'zero one': a pair's two
+    names run together, so that the commas between edges are what a listener hears as the breaks; a
+    longer tuple ('<1, -2, 3>', a vector) keeps its commas. Never 'less than ... greater than'."""
+    items = [x.strip() for x in m.group(1).split(",")]
+    return " " + (" ".join(items) if len(items) == 2 and all(x.isalnum() for x in items) else ", ".join(items)) + " "
+
+
 def signs(text: str) -> str:
     """'\\$5' is a price; '- 10°C' after a word, or at the start, is a negative number; 'N_2O_4'
     is a formula (read 'N two O four'); '30!' is a factorial."""
     text = re.sub(r"(?<![\\{a-z])([A-Z][a-z]?)_(\d+)(?![\d}])", r"\1\2", text)
     text = text.replace("->", " → ").replace("=>", " ⇒ ").replace("<=>", " ⇔ ")
+    text = re.sub(r"(?<![^\s{(\[,=:])<([A-Za-z0-9]{1,4}(?:\s*,\s*-?[A-Za-z0-9.]{1,6}){1,3})>(?![\w=])",
+                  _tuple, text)
     text = re.sub(r"\b(\d+)!(?=\s+[a-z]|\s*[,;)]|\s*$)", r"\1 factorial", text)
     text = re.sub(r"(?<![\d.])(\d+)\((\d+)/(\d+)\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
                   lambda m: f"{m.group(1)} {m.group(2)}/{m.group(3)}" if int(m.group(2)) < int(m.group(3))

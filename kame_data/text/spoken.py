@@ -21,7 +21,7 @@ from kame_data.text.prepare import (abbreviations, asides, clean, credit_terms, 
 from kame_data.text.roman import roman_numerals
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
-from kame_data.text.units import currency, units
+from kame_data.text.units import currency, equivalents, units
 
 # Bump when a pass changes what some text is said as: the script step's identity carries it, so
 # cached dialogues are rebuilt (2: words run together are split, kame_data/text/compounds.py;
@@ -34,7 +34,10 @@ from kame_data.text.units import currency, units
 # "two: Groups are"; 9: a lone I after a regnal name only before a stop, "of" or "and"; 10: credit terms,
 # "(2/10), (n/30)" is "two ten, net thirty"; 11: a measure in front of its noun is singular, "a two
 # hundred gigabyte file", "a five dollar tip", dimensions are read "by", "three meters by four meters",
-# and an en dash glued to a number with no number before it is its minus sign, "(–2, 3)").
+# and an en dash glued to a number with no number before it is its minus sign, "(–2, 3)"; LaTeX's
+# \lambda, \AA, \mu before a unit and $^\circ$C are said, no longer dropped or split; a measure restated in
+# brackets is read with "or", "two feet, or zero point six one meters,"; a graph's edges "<0,1>" are
+# "zero one", not "less than zero, one greater than").
 SPOKEN_VERSION = "11"
 
 
@@ -46,6 +49,7 @@ def to_spoken(text: str) -> str:
     text = signs(text)
     text = abbreviations(text)
     text = glosses(text)
+    text = equivalents(text)
     text = asides(text)
     text = math_spans(text)
     text = powers(text)

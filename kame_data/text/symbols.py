@@ -18,8 +18,16 @@ _SYMBOLS = {
     "∇": " del ", "′": " prime ", "″": " double prime ", "·": " times ", "§": " section ", "¢": " cents ",
     "€": " euros ", "£": " pounds ", "¥": " yen ", "°": " degrees ",
 }
-GREEK = {chr(c): unicodedata.name(chr(c)).split()[-1].lower() for c in range(0x391, 0x3CA)
-          if unicodedata.name(chr(c), "").startswith("GREEK") and "FINAL" not in unicodedata.name(chr(c), "")}
+def _greek_name(ch: str) -> str:
+    """The letter's name as said ('ά', GREEK SMALL LETTER ALPHA WITH TONOS, is 'alpha'; Unicode spells
+    lambda 'LAMDA', which LaTeX's `\\lambda` and a reader do not)."""
+    words = unicodedata.name(ch).split()
+    name = words[words.index("LETTER") + 1].lower()
+    return "lambda" if name == "lamda" else name
+
+
+GREEK = {chr(c): _greek_name(chr(c)) for c in range(0x391, 0x3CA)
+         if unicodedata.name(chr(c), "").startswith("GREEK") and "FINAL" not in unicodedata.name(chr(c), "")}
 
 
 # Elements named with an oxidation state in Roman numerals: "iron(III) chloride", "Cu(II) ions". Names in

@@ -78,6 +78,18 @@ def _attributive(m: re.Match, start: int, joined: bool = False) -> bool:
     return not re.match(r"\s*of\b", m.string[m.end():])
 
 
+def equivalents(text: str) -> str:
+    """A measure restated in brackets in other units is read as 'or': '2.0 ft. (0.610 m) high' ->
+    '2.0 ft, or 0.610 m, high', '500°F(523.3 K)' -> '500°F, or 523.3 K,' (the units pass then reads
+    both). Runs before the asides pass, which would drop the brackets and run the two together."""
+    measure = rf"(?:{VALUE})\s*(?:{_UNIT_ALT})"
+    def said(m: re.Match) -> str:
+        more = re.match(r"\s*\w", m.string[m.end():])  # the sentence goes on: close the aside with a comma
+        return f"{m.group(1)}, or {m.group(2)}{',' if more else ''}"
+
+    return re.sub(rf"(?<![\w.])({measure})\.?\s*\(\s*({measure})\s*\)(?!\w)", said, text)
+
+
 def units(text: str) -> str:
     """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
     'J K^-1' -> 'J per kelvin'."""

@@ -150,6 +150,34 @@ RULES = {
         ("Solve for x when x = –3 and temperatures of –10°C.",
          "Solve for x when x equals minus three and temperatures of minus ten degrees Celsius."),
     ],
+    # LaTeX unit macros and Greek letters are said, not dropped
+    "latex_units": [
+        ("If a beam of plane-polarized light of wavelength 5461 \\AA is incident normally",  # MMLU-Pro test, physics
+         "If a beam of plane polarized light of wavelength five thousand four hundred and sixty one angstroms is "
+         "incident normally"),
+        ("light of wavelength $\\lambda = 500$ nm", "light of wavelength lambda equals five hundred nanometers"),
+        ("a 5 $\\mu$m film at 25 $^\\circ$C", "a five micrometer film at twenty five degrees Celsius"),
+        ("the $\\Lambda$ baryon and the ά vowel", "the lambda baryon and the alpha vowel"),
+    ],
+    # angle-bracket tuples are edges or vectors, never 'less than ... greater than'
+    "tuples": [
+        ("Let a undirected graph G with edges E = {<0,1>,<4,1>,<2,0>}, which <A,B> represent Node A is connected",
+         # MMLU-Pro test, computer science
+         "Let a undirected graph G with edges E equals zero one, four one, two zero, which A B represent Node A is "
+         "connected"),
+        ("the vector <1, -2, 3>", "the vector one, minus two, three"),
+        ("if x<1, y>2 and a < 1, b > 2", "if x less than one, y greater than two and a less than one, b greater than two"),
+    ],
+    # a measure restated in brackets in other units is read with 'or', not run together
+    "equivalents": [
+        ("A vertical wall 2.0 ft. (0.610 m) high has a surface temperatureof 500°F(523.3 K).",  # MMLU-Pro test
+         "A vertical wall two feet, or zero point six one meters, high has a surface temperature of five hundred "
+         "degrees Fahrenheit, or five hundred and twenty three point three kelvin."),
+        ("It is in contact with air at 120°F(322.2 K). Determine",  # the same row
+         "It is in contact with air at one hundred and twenty degrees Fahrenheit, or three hundred and twenty two "
+         "point two kelvin. Determine"),
+        ("a pipe 2 in. (5.08 cm) in diameter", "a pipe two inches, or five point zero eight centimeters, in diameter"),
+    ],
     # a measure in front of its noun is singular, as a person reads it
     "attributive": [
         ("Carla is downloading a 200 GB file.",  # GSM8K test row
