@@ -81,6 +81,8 @@ def _over(num: str, den: str) -> str:
 
 
 def powers(text: str) -> str:
+    # a spaced hyphen after a power subtracts ('x^2 - y^2'); after the words it becomes it would read as a pause
+    text = re.sub(r"(\^\s*(?:\{[^{}]*\}|-?[\w.]+))\s+-\s+(?=[\w(])", r"\1 minus ", text)
     text = re.sub(r"\^\s*\{?\s*2\s*\}?(?!\d|\.\d)", " squared ", text)  # a full stop after it ends a sentence
     text = re.sub(r"\^\s*\{?\s*3\s*\}?(?!\d|\.\d)", " cubed ", text)
     text = re.sub(r"\^\s*\{\s*-\s*([^{}]+)\}", r" to the minus \1 ", text)

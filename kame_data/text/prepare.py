@@ -83,6 +83,16 @@ def _circled(marks: str) -> str:
     return nums[0] if len(nums) == 1 else ", ".join(nums[:-1]) + " and " + nums[-1]
 
 
+# An ion's charge after its formula: 'SO4^2-', 'Fe^{3+}', 'NO2-', 'NH4+' (not '10^-5', where a number follows).
+_ION = re.compile(r"\b((?:[A-Z][a-z]?\d*)+)(?:\^\{?(\d?)([+-])\}?|([+-]))(?=[\s\]),.;:]|$)")
+
+
+def _charge(m: re.Match) -> str:
+    """'SO4^2-' -> 'SO4 2 minus': said after the formula, never as a power ('squared') or dropped."""
+    sign = " minus" if (m.group(3) or m.group(4)) == "-" else " plus"
+    return f"{m.group(1)} {m.group(2) or ''}{sign}".replace("  ", " ")
+
+
 def _tuple(m: re.Match) -> str:
     """'<0,1>', an edge of a graph (MMLU-Pro's 'E = {<0,1>,<4,1>}'), is said 'zero one': a pair's two
     names run together, so that the commas between edges are what a listener hears as the breaks; a
@@ -95,7 +105,12 @@ def signs(text: str) -> str:
     """'\\$5' is a price; '- 10°C' after a word, or at the start, is a negative number; 'N_2O_4'
     is a formula (read 'N two O four'); '30!' is a factorial."""
     text = re.sub(r"(?<![\\{a-z])([A-Z][a-z]?)_(\d+)(?![\d}])", r"\1\2", text)
-    text = text.replace("->", " → ").replace("=>", " ⇒ ").replace("<=>", " ⇔ ")
+    text = text.replace("<=>", " ⇔ ").replace("->", " → ").replace("=>", " ⇒ ")
+    text = re.sub(r"(?<=[\w)\]])\s*<=\s*(?=[-\w(])", " ≤ ", text)  # 'IF X1 <= 0'
+    text = re.sub(r"(?<=[\w)\]])\s*>=\s*(?=[-\w(])", " ≥ ", text)
+    text = _ION.sub(_charge, text)
+    # 'X1 = -X1', '(-x)': a sign, not a dash ('(-OH)', a group's bond, stays)
+    text = re.sub(r"(=)\s*-(?=[A-Za-z(])|(\()\s*-(?=[a-z(])", lambda m: f"{m.group(1) or m.group(2)} minus ", text)
     text = re.sub(r"(?<![^\s{(\[,=:])<([A-Za-z0-9]{1,4}(?:\s*,\s*-?[A-Za-z0-9.]{1,6}){1,3})>(?![\w=])",
                   _tuple, text)
     text = re.sub(r"\b(\d+)!(?=\s+[a-z]|\s*[,;)]|\s*$)", r"\1 factorial", text)

@@ -37,7 +37,8 @@ from kame_data.text.units import currency, equivalents, units
 # and an en dash glued to a number with no number before it is its minus sign, "(–2, 3)"; LaTeX's
 # \lambda, \AA, \mu before a unit and $^\circ$C are said, no longer dropped or split; a measure restated in
 # brackets is read with "or", "two feet, or zero point six one meters,"; a graph's edges "<0,1>" are
-# "zero one", not "less than zero, one greater than").
+# "zero one", not "less than zero, one greater than"; a minus after a power, "x squared minus y squared",
+# and before a letter after "=", "<=" and ">=", and an ion's charge, "S O four two minus", are said).
 SPOKEN_VERSION = "11"
 
 

@@ -159,6 +159,15 @@ RULES = {
         ("a 5 $\\mu$m film at 25 $^\\circ$C", "a five micrometer film at twenty five degrees Celsius"),
         ("the $\\Lambda$ baryon and the ά vowel", "the lambda baryon and the alpha vowel"),
     ],
+    # operators a sum needs: a minus after a power, '<=' and '>=', an ion's charge
+    "operators": [
+        ("12 IF X1 <= 0 then 14 13 LET X1 = -X1",  # MMLU-Pro test option, computer science
+         "twelve IF X one less than or equal to zero then fourteen thirteen LET X one equals minus X one"),
+        ("LET X1 = X^2 - Y^2 and x^4 - y^4", "LET X one equals X squared minus Y squared and x to the four minus y to the four"),
+        ("[NO2-] > [HNO2]", "N O two minus greater than H N O two"),  # MMLU-Pro test option, chemistry
+        ("SO4^2- and Fe^{3+} ions, but K_a = 10^-5",
+         "S O four two minus and Fe three plus ions, but K a equals ten to the minus five"),
+    ],
     # angle-bracket tuples are edges or vectors, never 'less than ... greater than'
     "tuples": [
         ("Let a undirected graph G with edges E = {<0,1>,<4,1>,<2,0>}, which <A,B> represent Node A is connected",
