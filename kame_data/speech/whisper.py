@@ -181,7 +181,8 @@ def _packs(durations: list[float]) -> list[list[int]]:
 
 # --- normalisation shared by both sides of every comparison ------------------------------------
 
-_EQUIVALENT = {"ok": "okay", "alright": "all right", "mr": "mister", "mrs": "missus", "dr": "doctor"}
+# "comma": how a point is read ("five comma four", kame_data/text/prepare.py), which Whisper writes as "5, 4".
+_EQUIVALENT = {"ok": "okay", "alright": "all right", "mr": "mister", "mrs": "missus", "dr": "doctor", "comma": ""}
 
 
 @functools.cache

@@ -87,6 +87,13 @@ def _circled(marks: str) -> str:
 _ION = re.compile(r"\b((?:[A-Z][a-z]?\d*)+)(?:\^\{?(\d?)([+-])\}?|([+-]))(?=[\s\]),.;:]|$)")
 
 
+# A point or a pair of numbers in brackets, '(0, 0), (-1, 1)': said 'zero comma zero, minus one comma one',
+# so that a list of points keeps its pairs ('1,000' is a number: a comma followed by three digits and no space).
+_NUMBER = r"(-?\d+(?:\.\d+)?)"
+_POINT = re.compile(rf"\(\s*{_NUMBER}\s*,(?:\s+|(?!\d{{3}}\b))\s*{_NUMBER}"
+                    rf"(?:\s*,(?:\s+|(?!\d{{3}}\b))\s*{_NUMBER})?\s*\)")
+
+
 def _charge(m: re.Match) -> str:
     """'SO4^2-' -> 'SO4 2 minus': said after the formula, never as a power ('squared') or dropped."""
     sign = " minus" if (m.group(3) or m.group(4)) == "-" else " plus"
@@ -109,6 +116,7 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<=[\w)\]])\s*<=\s*(?=[-\w(])", " ≤ ", text)  # 'IF X1 <= 0'
     text = re.sub(r"(?<=[\w)\]])\s*>=\s*(?=[-\w(])", " ≥ ", text)
     text = _ION.sub(_charge, text)
+    text = _POINT.sub(lambda m: " " + " comma ".join(g for g in m.groups() if g) + " ", text)
     # 'X1 = -X1', '(-x)': a sign, not a dash ('(-OH)', a group's bond, stays)
     text = re.sub(r"(=)\s*-(?=[A-Za-z(])|(\()\s*-(?=[a-z(])", lambda m: f"{m.group(1) or m.group(2)} minus ", text)
     text = re.sub(r"(?<![^\s{(\[,=:])<([A-Za-z0-9]{1,4}(?:\s*,\s*-?[A-Za-z0-9.]{1,6}){1,3})>(?![\w=])",

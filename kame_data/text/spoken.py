@@ -38,7 +38,8 @@ from kame_data.text.units import currency, equivalents, units
 # \lambda, \AA, \mu before a unit and $^\circ$C are said, no longer dropped or split; a measure restated in
 # brackets is read with "or", "two feet, or zero point six one meters,"; a graph's edges "<0,1>" are
 # "zero one", not "less than zero, one greater than"; a minus after a power, "x squared minus y squared",
-# and before a letter after "=", "<=" and ">=", and an ion's charge, "S O four two minus", are said).
+# and before a letter after "=", "<=" and ">=", and an ion's charge, "S O four two minus", are said; a
+# point in brackets is read with "comma", "zero comma zero, minus one comma one").
 SPOKEN_VERSION = "11"
 
 

@@ -146,7 +146,7 @@ RULES = {
         ("n/2 pairs", "n over two pairs"),
         # an en dash glued to a number with no number before it is a minus sign
         ("What is the slope of the line that passes through the points (5, 4) and (–2, 3)?",  # MMLU-Pro test, math
-         "What is the slope of the line that passes through the points five, four, and minus two, three?"),
+         "What is the slope of the line that passes through the points five comma four and minus two comma three?"),
         ("Solve for x when x = –3 and temperatures of –10°C.",
          "Solve for x when x equals minus three and temperatures of minus ten degrees Celsius."),
     ],
@@ -158,6 +158,13 @@ RULES = {
         ("light of wavelength $\\lambda = 500$ nm", "light of wavelength lambda equals five hundred nanometers"),
         ("a 5 $\\mu$m film at 25 $^\\circ$C", "a five micrometer film at twenty five degrees Celsius"),
         ("the $\\Lambda$ baryon and the ά vowel", "the lambda baryon and the alpha vowel"),
+    ],
+    # a point is read with "comma", so that a list of points keeps its pairs
+    "points": [
+        ("The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3).",  # MT-Bench question 111
+         "The vertices of a triangle are at points zero comma zero, minus one comma one, and three comma three."),
+        ("the point (1, 2.5, -3)", "the point one comma two point five comma minus three"),
+        ("It costs (1,000) dollars, not (2/10), (n/30).", "It costs one thousand dollars, not two ten, net thirty."),
     ],
     # operators a sum needs: a minus after a power, '<=' and '>=', an ion's charge
     "operators": [

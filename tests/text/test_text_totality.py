@@ -79,7 +79,7 @@ def test_a_sentence_end_is_not_followed_by_a_comma(display, spoken):
     ("the value (in dollars) of the house", "the value, in dollars, of the house"),
     # one word, numbers or a formula in brackets are not asides
     ("the supply (NSC) curve", "the supply NSC curve"),
-    ("the points (5, 4) and (-2, 3)", "the points five, four, and minus two, three"),
+    ("the points (5, 4) and (-2, 3)", "the points five comma four and minus two comma three"),
     ("Evaluate f(t) here", "Evaluate f of t here"),
 ])
 def test_a_bracketed_aside_of_words_is_said_between_commas(display, spoken):
