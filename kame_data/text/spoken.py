@@ -21,7 +21,7 @@ from kame_data.text.prepare import (abbreviations, asides, clean, credit_terms, 
 from kame_data.text.roman import roman_numerals
 from kame_data.text.symbols import chemistry, functions, symbols
 from kame_data.text.tokens import tidy
-from kame_data.text.units import currency, equivalents, units
+from kame_data.text.units import currency, dimensions, equivalents, units
 
 # Bump when a pass changes what some text is said as: the script step's identity carries it, so
 # cached dialogues are rebuilt (2: words run together are split, kame_data/text/compounds.py;
@@ -39,7 +39,8 @@ from kame_data.text.units import currency, equivalents, units
 # brackets is read with "or", "two feet, or zero point six one meters,"; a graph's edges "<0,1>" are
 # "zero one", not "less than zero, one greater than"; a minus after a power, "x squared minus y squared",
 # and before a letter after "=", "<=" and ">=", and an ion's charge, "S O four two minus", are said; a
-# point in brackets is read with "comma", "zero comma zero, minus one comma one").
+# point in brackets is read with "comma", "zero comma zero, minus one comma one"; a size before its noun
+# is read "by", "ten two by four by ten boards", "the two by fours").
 SPOKEN_VERSION = "11"
 
 
@@ -52,6 +53,7 @@ def to_spoken(text: str) -> str:
     text = abbreviations(text)
     text = glosses(text)
     text = equivalents(text)
+    text = dimensions(text)
     text = asides(text)
     text = math_spans(text)
     text = powers(text)

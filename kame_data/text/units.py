@@ -90,6 +90,35 @@ def equivalents(text: str) -> str:
     return re.sub(rf"(?<![\w.])({measure})\.?\s*\(\s*({measure})\s*\)(?!\w)", said, text)
 
 
+_DETERMINER = (r"(?:a|an|the|any|each|every|one|two|three|four|five|six|seven|eight|nine|ten|several|some|many|"
+               r"these|those|this|that|his|her|their|its|my|our|your|\d+)")
+
+
+def _plural(word: str) -> str:
+    """'four' -> 'fours', 'six' -> 'sixes', 'twenty' -> 'twenties' (a board called a two by four)."""
+    if word.endswith("x"):
+        return word + "es"
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
+
+
+def dimensions(text: str) -> str:
+    """Numbers joined by 'x' in front of a noun are a size, read 'by': 'ten 2 x 4 x 10 boards', 'any
+    20 × 20 array', 'a 3 x 3 matrix', 'the 2 x 4s' ('two by fours', not 'four seconds'). After a verb
+    ('earns 15 x 3 dollars') or before '=' they stay a product, read by the arithmetic pass."""
+    def size(m: re.Match) -> str:
+        said = [say_number(n) for n in re.split(r"\s*[x×]\s*", m.group(2))]
+        if m.group(3).startswith("s"):  # 'the 2 x 4s'
+            *head, last = said[-1].split()
+            said[-1] = " ".join([*head, _plural(last)])
+        return f"{m.group(1)}{' by '.join(said)} "
+
+    if not re.search(r"\d\s*[x×]\s*\d", text):
+        return text
+    return re.sub(rf"(\b{_DETERMINER}\s+)(\d+(?:\s*[x×]\s*\d+)+)(s\b\s*|\s+(?=[a-z]))"
+                  r"(?![a-z]*\s*=|(?:is|are|was|were|equals?|makes?|gives?|and|or|plus|minus|times)\b)", size, text,
+                  flags=re.IGNORECASE)
+
+
 def units(text: str) -> str:
     """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
     'J K^-1' -> 'J per kelvin'."""

@@ -159,6 +159,15 @@ RULES = {
         ("a 5 $\\mu$m film at 25 $^\\circ$C", "a five micrometer film at twenty five degrees Celsius"),
         ("the $\\Lambda$ baryon and the ά vowel", "the lambda baryon and the alpha vowel"),
     ],
+    # numbers joined by 'x' in front of a noun are a size, read 'by'; after a verb or before '=', a product
+    "sizes": [
+        ("She has leftover ten 2 x 4 x 10 boards that cost $10 each.",  # GSM8K test row
+         "She has leftover ten two by four by ten boards that cost ten dollars each."),
+        ("She bought the 2 x 4s for $100", "She bought the two by fours for one hundred dollars"),  # its answer
+        ("A is any 20 × 20 array.", "A is any twenty by twenty array."),  # MMLU-Pro test, computer science
+        ("She earns 15 x 3 dollars, and the product of 3 x 4 is 12.",
+         "She earns fifteen times three dollars, and the product of three times four is twelve."),
+    ],
     # a point is read with "comma", so that a list of points keeps its pairs
     "points": [
         ("The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3).",  # MT-Bench question 111
