@@ -87,6 +87,14 @@ def _circled(marks: str) -> str:
 _ION = re.compile(r"\b((?:[A-Z][a-z]?\d*)+)(?:\^\{?(\d?)([+-])\}?|([+-]))(?=[\s\]),.;:]|$)")
 
 
+# An electron configuration's shells ('1s^2 2s^2 2p^6': 'one s two, ...', never 'one second squared') and an
+# orbital named before its noun ('the 2s orbital', 'the 4s subshell': 'two s', not 'twos' or 'two seconds').
+_SHELL = re.compile(r"\b([1-7])([spdf])\s*\^\s*\{?\s*(\d{1,2})\s*\}?")
+# a configuration is two shells or more, or a noble gas core and a shell ('3s^2 + 17s' is algebra)
+_CONFIGURATION = re.compile(rf"(?:\[(?:He|Ne|Ar|Kr|Xe|Rn)\]\s*|\b[1-7][spdf]\s*\^\s*\{{?\s*\d{{1,2}}\s*\}}?\s*)"
+                            rf"(?:\$?\s*{_SHELL.pattern}\s*)+")
+_ORBITAL = re.compile(r"\b([1-7])([spdf])(?=\s+(?:orbitals?|electrons?|subshells?|sub-shells?|shells?|sublevels?|"
+                      r"levels?|states?|and\s+[1-7][spdf]\b))")
 # A point or a pair of numbers in brackets, '(0, 0), (-1, 1)': said 'zero comma zero, minus one comma one',
 # so that a list of points keeps its pairs ('1,000' is a number: a comma followed by three digits and no space).
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
@@ -116,6 +124,9 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<=[\w)\]])\s*<=\s*(?=[-\w(])", " ≤ ", text)  # 'IF X1 <= 0'
     text = re.sub(r"(?<=[\w)\]])\s*>=\s*(?=[-\w(])", " ≥ ", text)
     text = _ION.sub(_charge, text)
+    text = _CONFIGURATION.sub(lambda m: _SHELL.sub(lambda s: f" {cardinal(int(s[1]))} {s[2]} {cardinal(int(s[3]))} ",
+                                                   m[0]), text)  # '[Ar] 4s^2 3d^10'
+    text = _ORBITAL.sub(lambda m: f"{cardinal(int(m[1]))} {m[2]}", text)  # 'the 2s orbital'
     text = _POINT.sub(lambda m: " " + " comma ".join(g for g in m.groups() if g) + " ", text)
     # 'X1 = -X1', '(-x)': a sign, not a dash ('(-OH)', a group's bond, stays)
     text = re.sub(r"(=)\s*-(?=[A-Za-z(])|(\()\s*-(?=[a-z(])", lambda m: f"{m.group(1) or m.group(2)} minus ", text)

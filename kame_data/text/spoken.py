@@ -40,7 +40,9 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # "zero one", not "less than zero, one greater than"; a minus after a power, "x squared minus y squared",
 # and before a letter after "=", "<=" and ">=", and an ion's charge, "S O four two minus", are said; a
 # point in brackets is read with "comma", "zero comma zero, minus one comma one"; a size before its noun
-# is read "by", "ten two by four by ten boards", "the two by fours").
+# is read "by", "ten two by four by ten boards", "the two by fours"; a glued "s" is a plural, "two sixes",
+# "his forties", an orbital, "the two s orbital", "one s two two s two", or a variable, "three s squared
+# plus seventeen s", where its neighbours say so, else seconds).
 SPOKEN_VERSION = "11"
 
 

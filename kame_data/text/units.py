@@ -101,6 +101,12 @@ def _plural(word: str) -> str:
     return word[:-1] + "ies" if word.endswith("y") else word + "s"
 
 
+# Words before '6s' that make it the plural of a number ('rolled two 6s', 'in his 40s', 'count by 5s',
+# '3s and 4s'), not six seconds ('takes 5s', 'for 2s', 'the first 2s').
+_NUMBER_PLURAL = re.compile(r"\b(?:the|his|her|their|my|your|our|two|three|four|five|six|seven|eight|nine|ten|all|"
+                            r"by|some|many|few|early|late|mid|and|or)\s*$", re.IGNORECASE)
+
+
 def dimensions(text: str) -> str:
     """Numbers joined by 'x' in front of a noun are a size, read 'by': 'ten 2 x 4 x 10 boards', 'any
     20 × 20 array', 'a 3 x 3 matrix', 'the 2 x 4s' ('two by fours', not 'four seconds'). After a verb
@@ -139,10 +145,12 @@ def units(text: str) -> str:
             if _LABEL.search(m.string[: m.start()]):
                 return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
             glued = m.string[m.start(2) - 1].isdigit()
-            if glued and len(name) == 1 and (re.match(r"\s*[-+=*/]", m.string[m.end():])
+            if glued and len(name) == 1 and (re.match(r"\s*(?:(?:squared|cubed)\s*)?[-+=*/]", m.string[m.end():])
                                              or re.search(r"(?:[-+=*/]|\b(?:minus|plus|times))\s*$",
                                                           m.string[:m.start()])):
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
+            if name == "s" and glued and re.fullmatch(r"\d+", m.group(1)) and _NUMBER_PLURAL.search(m.string[:m.start()]):
+                return f" {_plural(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]

@@ -168,6 +168,16 @@ RULES = {
         ("She earns 15 x 3 dollars, and the product of 3 x 4 is 12.",
          "She earns fifteen times three dollars, and the product of three times four is twelve."),
     ],
+    # a number with a glued 's' is a plural, an orbital or a variable where its neighbours say so, else seconds
+    "glued_s": [
+        ("She rolled two 6s, in his 40s, counting by 5s; it takes 5s to fall.",
+         "She rolled two sixes, in his forties, counting by fives; it takes five seconds to fall."),
+        ("the 2s and 2p orbitals of [Ar] 4s^2 3d^10, and 1s^2 2s^2 2p^6",
+         "the two s and two p orbitals of Ar four s two three d ten, and one s two two s two two p six"),
+        ("Evaluate f(t) if F(s) = [(3s^2 + 17s + 47) / {(s + 2)(s^2 + 4s + 29)}]",  # MMLU-Pro test, engineering
+         "Evaluate f of t if F of s equals three s squared plus seventeen s plus forty seven over s plus two s squared "
+         "plus four s plus twenty nine"),
+    ],
     # a point is read with "comma", so that a list of points keeps its pairs
     "points": [
         ("The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3).",  # MT-Bench question 111
