@@ -33,7 +33,9 @@ _SUFFIXES = ("s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "ness", "men
              "less", "ful", "ship", "hood", "wise", "like", "ward", "wards", "ish", "ous", "ive", "ee", "ees",
              "ion", "ions")
 _PREFIXES = ("un", "re", "pre", "non", "anti", "over", "under", "hyper", "micro", "macro", "poly", "auto",
-             "multi", "inter", "super", "semi", "sub", "co", "de", "dis", "mis", "bio", "counter", "out")
+             "multi", "inter", "super", "semi", "sub", "co", "de", "dis", "mis", "bio", "counter", "out",
+             # SI prefixes: the units pass says 'kilovolts', 'millimoles', which are words, not 'kilo volts'
+             "kilo", "milli", "mega", "giga", "tera", "nano", "pico", "femto", "centi", "deci", "hecto")
 # Two-letter halves only from words that are never the end of a longer one ('va lorem', 'di hybrid').
 _SHORT = frozenset("a i to of in on at by an as is it be or if so no up we he my me us do am".split())
 SHORT_COMMON = 2_000  # a three-letter half must be this common: 'the', 'six', 'law'; not 'der', 'ee'

@@ -114,6 +114,8 @@ def _time(h: str | None, mins: str | None, suffix: str | None, bare_h: str | Non
     """One clock time: '2:00' -> "two o'clock", '10:30' -> 'ten thirty', '16:00' -> 'four P M',
     '5pm' -> 'five P M'."""
     if bare_h is not None:
+        if not 1 <= int(bare_h) <= 12:  # '74 pm' is a length in picometers, not a time: the units pass reads it
+            return f"{bare_h} {bare_suffix}"
         h, mins, suffix = bare_h, "00", bare_suffix
     hour, minute = int(h), int(mins)
     if hour > 24 or minute > 59:

@@ -42,7 +42,8 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # point in brackets is read with "comma", "zero comma zero, minus one comma one"; a size before its noun
 # is read "by", "ten two by four by ten boards", "the two by fours"; a glued "s" is a plural, "two sixes",
 # "his forties", an orbital, "the two s orbital", "one s two two s two", or a variable, "three s squared
-# plus seventeen s", where its neighbours say so, else seconds).
+# plus seventeen s", where its neighbours say so, else seconds; a unit with an SI prefix is one word,
+# "kilovolts", not "kilo volts", and "74 pm" is seventy four picometers, not a time).
 SPOKEN_VERSION = "11"
 
 

@@ -5,8 +5,11 @@ realistic sentences in their style. Display text -> what the voice says."""
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kame_data.text import to_spoken
+from kame_data.text.units import _AMBIGUOUS_UNITS, _UNITS
 
 RULES = {
     # a four-digit number is a year only in a year's company; a count stays a count
@@ -178,6 +181,12 @@ RULES = {
          "Evaluate f of t if F of s equals three s squared plus seventeen s plus forty seven over s plus two s squared "
          "plus four s plus twenty nine"),
     ],
+    # a unit's name is one word, and a number past 12 before 'pm' is a length, not a time
+    "unit_words": [
+        ("a 2 kV line of 5 mmol and 3 GW", "a two kilovolt line of five millimoles and three gigawatts"),
+        ("a bond length of 74 pm, at 3 pm", "a bond length of seventy four picometers, at three P M"),
+        ("It draws 20 mA at 5 pm.", "It draws twenty milliamperes at five P M."),
+    ],
     # a point is read with "comma", so that a list of points keeps its pairs
     "points": [
         ("The vertices of a triangle are at points (0, 0), (-1, 1), and (3, 3).",  # MT-Bench question 111
@@ -238,3 +247,20 @@ def test_rule(rule, display, spoken):
 
 def test_every_rule_has_three_cases():
     assert all(len(cases) >= 3 for cases in RULES.values())
+
+
+# 'pm' after 1 to 12 is a time ('at 2 pm'), a length only after other numbers ('74 pm'): not plain
+_PLAIN_UNITS = sorted(u for u, (one, many) in _UNITS.items()
+                      if one != many and u not in _AMBIGUOUS_UNITS and "/" not in u and u != "pm")
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, database=None)
+@given(st.sampled_from(_PLAIN_UNITS), st.integers(min_value=2, max_value=10**6), st.booleans())
+def test_a_measure_before_its_noun_is_singular(unit, n, hyphen):
+    """'a 200 GB file' says the unit's singular before the noun, whatever the unit and number; with no
+    article ('It is 200 GB.') the plural."""
+    one, many = _UNITS[unit]
+    joined = f"{n}-{unit}" if hyphen else f"{n} {unit}"
+    assert to_spoken(f"She bought a {joined} box today.").endswith(f" {one} box today.")
+    assert to_spoken(f"It is {n} {unit}.").endswith(f" {many}.")
+    assert to_spoken(f"She bought a ${n} hat.").endswith(" dollar hat.")
