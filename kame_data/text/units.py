@@ -53,6 +53,13 @@ _UNITS: dict[str, tuple[str, str]] = {
     "mW": ("milliwatt", "milliwatts"), "GW": ("gigawatt", "gigawatts"), "MJ": ("megajoule", "megajoules"),
     "mJ": ("millijoule", "millijoules"), "kmol": ("kilomole", "kilomoles"), "MΩ": ("megohm", "megohms"),
 }
+# Areas and volumes: '125 ft^2' is 'one hundred and twenty five square feet', '20 cm^3' 'twenty cubic
+# centimeters' (`units` turns 'ft squared' after a number into 'ft²' first).
+_LENGTHS = ("km", "m", "cm", "mm", "μm", "nm", "ft", "in", "yd", "mi")
+for _u in _LENGTHS:
+    _UNITS[f"{_u}²"] = tuple(f"square {w}" for w in _UNITS[_u])  # type: ignore[assignment]
+    _UNITS[f"{_u}³"] = tuple(f"cubic {w}" for w in _UNITS[_u])  # type: ignore[assignment]
+
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
 _AMBIGUOUS_UNITS = {"in", "s", "h", "m", "l", "L", "g", "K", "N", "J", "V", "W", "C", "F", "T", "M", "min", "mi"}
@@ -129,6 +136,9 @@ def units(text: str) -> str:
     """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
     'J K^-1' -> 'J per kelvin'."""
     alt = _UNIT_ALT
+    lengths = "|".join(re.escape(u) for u in _LENGTHS)
+    text = re.sub(rf"(\d)(\s*|-)({lengths})\s+(squared|cubed)\b(?!\s*(?:[-+=*/]|(?:minus|plus|times|equals)\b))",
+                  lambda m: f"{m[1]}{m[2] or ' '}{m[3]}{'²' if m[4] == 'squared' else '³'}", text)
     # dimensions: '3 m x 4 m', '10 cm × 20 cm' are read 'by'
     text = re.sub(rf"(?<![\w.])({VALUE})\s*({alt})\s*[x×]\s*(?=\d)", r"\1 \2 by ", text)
     text = re.sub(rf"(?<![A-Za-z])({alt})\s*to the minus (?:one|1)\b", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)
@@ -145,7 +155,8 @@ def units(text: str) -> str:
             if _LABEL.search(m.string[: m.start()]):
                 return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
             glued = m.string[m.start(2) - 1].isdigit()
-            if glued and len(name) == 1 and (re.match(r"\s*(?:(?:squared|cubed)\s*)?[-+=*/]", m.string[m.end():])
+            if glued and len(name) == 1 and (re.match(r"\s*(?:(?:squared|cubed)\s*)?(?:[-+=*/]|(?:minus|plus|times|equals)\b)",
+                                                      m.string[m.end():])
                                              or re.search(r"(?:[-+=*/]|\b(?:minus|plus|times))\s*$",
                                                           m.string[:m.start()])):
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters

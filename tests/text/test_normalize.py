@@ -83,7 +83,7 @@ FIXTURE_CASES = [
     ('spontaneous solidification for copper is 1,120°K', 'spontaneous solidification for copper is one thousand one hundred and twenty kelvin'),
     ('- 470 cal/mole', 'minus four hundred and seventy calories per mole'),
     ('82.1 g mole^-1', 'eighty two point one grams per mole'),
-    ('a vertical area of 125 ft^2', 'a vertical area of one hundred and twenty five feet squared'),
+    ('a vertical area of 125 ft^2', 'a vertical area of one hundred and twenty five square feet'),
     ('the angular speed is 0.6 rev/s', 'the angular speed is zero point six rev per second'),
     ('from ice at - 10°C to liquid water at + 15°C', 'from ice at minus ten degrees Celsius to liquid water at plus fifteen degrees Celsius'),
     ('located 10 km from Blagoveshchensk', 'located ten kilometers from Blagoveshchensk'),

@@ -181,6 +181,14 @@ RULES = {
          "Evaluate f of t if F of s equals three s squared plus seventeen s plus forty seven over s plus two s squared "
          "plus four s plus twenty nine"),
     ],
+    # an area or a volume of a length unit is 'square' / 'cubic' (not in a sum: '4m^2 + 3m' has a variable m)
+    "areas": [
+        ("a vertical area of 125 ft^2 at a distance of 100 ft.",  # MMLU-Pro test, engineering
+         "a vertical area of one hundred and twenty five square feet at a distance of one hundred feet."),
+        ("a 2 m^3 tank holds 20 cm³ of oil", "a two cubic meter tank holds twenty cubic centimeters of oil"),
+        ("g = 9.8 m/s^2 and 4m^2 + 3m = 5", "g equals nine point eight meters per second squared and four m squared "
+                                            "plus three m equals five"),
+    ],
     # a unit's name is one word, and a number past 12 before 'pm' is a length, not a time
     "unit_words": [
         ("a 2 kV line of 5 mmol and 3 GW", "a two kilovolt line of five millimoles and three gigawatts"),
