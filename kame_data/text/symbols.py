@@ -18,6 +18,8 @@ _SYMBOLS = {
     "∇": " del ", "′": " prime ", "″": " double prime ", "·": " times ", "§": " section ", "¢": " cents ",
     "€": " euros ", "£": " pounds ", "¥": " yen ", "°": " degrees ",
 }
+
+
 def _greek_name(ch: str) -> str:
     """The letter's name as said ('ά', GREEK SMALL LETTER ALPHA WITH TONOS, is 'alpha'; Unicode spells
     lambda 'LAMDA', which LaTeX's `\\lambda` and a reader do not)."""

@@ -2,8 +2,8 @@
 
 Both read the number and its unit together, singular or plural, before the numerals pass would
 read the number alone. A measure in front of its noun takes the singular, as a person reads it:
-'a 200 GB file' is 'a two hundred gigabyte file', 'a $5 bill' 'a five dollar bill' (`_attributive`). Units that are also words ('in', 'm', 'C') are taken only where the
-context says they are units.
+'a 200 GB file' is 'a two hundred gigabyte file', 'a $5 bill' 'a five dollar bill' (`_attributive`).
+Units that are also words ('in', 'm', 'C') are taken only where the context says they are units.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ _LABEL = re.compile(r"\b(?:line|option|question|step|figure|table|chapter|page|n
 _CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
                "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "", "")}
 
+
 def _attributive(m: re.Match, start: int, joined: bool = False) -> bool:
     """Whether the measure matched by `m` (beginning at `start`) stands in front of its noun: joined to
     its number by a hyphen ('a 5-km race'), or right after 'a'/'an' ('a 200 GB file', 'a 3 m long rope',
@@ -90,6 +91,7 @@ def equivalents(text: str) -> str:
     '2.0 ft, or 0.610 m, high', '500°F(523.3 K)' -> '500°F, or 523.3 K,' (the units pass then reads
     both). Runs before the asides pass, which would drop the brackets and run the two together."""
     measure = rf"(?:{VALUE})\s*(?:{_UNIT_ALT})"
+
     def said(m: re.Match) -> str:
         more = re.match(r"\s*\w", m.string[m.end():])  # the sentence goes on: close the aside with a comma
         return f"{m.group(1)}, or {m.group(2)}{',' if more else ''}"
@@ -155,12 +157,12 @@ def units(text: str) -> str:
             if _LABEL.search(m.string[: m.start()]):
                 return m.group(0)  # "Line 3 to b", "option 2 C": a label, not a measure
             glued = m.string[m.start(2) - 1].isdigit()
-            if glued and len(name) == 1 and (re.match(r"\s*(?:(?:squared|cubed)\s*)?(?:[-+=*/]|(?:minus|plus|times|equals)\b)",
-                                                      m.string[m.end():])
+            after_op = r"\s*(?:(?:squared|cubed)\s*)?(?:[-+=*/]|(?:minus|plus|times|equals)\b)"
+            if glued and len(name) == 1 and (re.match(after_op, m.string[m.end():])
                                              or re.search(r"(?:[-+=*/]|\b(?:minus|plus|times))\s*$",
                                                           m.string[:m.start()])):
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
-            if name == "s" and glued and re.fullmatch(r"\d+", m.group(1)) and _NUMBER_PLURAL.search(m.string[:m.start()]):
+            if name == "s" and glued and m.group(1).isdigit() and _NUMBER_PLURAL.search(m.string[:m.start()]):
                 return f" {_plural(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
