@@ -152,6 +152,8 @@ def products_and_rates(text: str) -> str:
     products. Bare fractions ('3/4') and words ('delivery/tip') are left to later passes."""
     text = re.sub(r"(?<=\d)\((?=\s*[\d.$])", " × (", text)
     text = re.sub(r"(\(\s*\$?[\d.][^()]*\))\s*\((?=\s*[\d.$])", r"\1 × (", text)
+    # two bracketed sums side by side multiply: '(x-y)(x+y)', '(s + 2)(s^2 + 4s + 29)'
+    text = re.sub(r"(\([^()]*\w\s*[-+*/^]\s*\w[^()]*\))\s*(?=\([^()]*\w\s*[-+*/^]\s*\w[^()]*\))", r"\1 × ", text)
     rate = (r"(\$\s?[\d.,]*\d%?|\d%?\s*(?!(?:in|of|on|at|for|to|and|or|the|a|an|per)\b)[A-Za-z]+)"
             r"(?:/(?:1\s+)?|\s+/\s+)([a-z]{3,})\b(?!\s+(?!(?:together|each|in|on|at|for|and|or|but|so|to|from|"
             r"with|than|over|during|every|a|an|the|is|are|was|were|which|that|if|when|then|times|plus|minus)\b)"

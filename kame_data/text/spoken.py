@@ -44,7 +44,7 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # "his forties", an orbital, "the two s orbital", "one s two two s two", or a variable, "three s squared
 # plus seventeen s", where its neighbours say so, else seconds; a unit with an SI prefix is one word,
 # "kilovolts", not "kilo volts", and "74 pm" is seventy four picometers, not a time; an area or volume of a
-# length unit is "square feet", "cubic centimeters").
+# length unit is "square feet", "cubic centimeters"; two bracketed sums side by side multiply, "(x-y)(x+y)").
 SPOKEN_VERSION = "11"
 
 

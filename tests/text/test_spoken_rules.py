@@ -178,8 +178,8 @@ RULES = {
         ("the 2s and 2p orbitals of [Ar] 4s^2 3d^10, and 1s^2 2s^2 2p^6",
          "the two s and two p orbitals of Ar four s two three d ten, and one s two two s two two p six"),
         ("Evaluate f(t) if F(s) = [(3s^2 + 17s + 47) / {(s + 2)(s^2 + 4s + 29)}]",  # MMLU-Pro test, engineering
-         "Evaluate f of t if F of s equals three s squared plus seventeen s plus forty seven over s plus two s squared "
-         "plus four s plus twenty nine"),
+         "Evaluate f of t if F of s equals three s squared plus seventeen s plus forty seven over s plus two times s "
+         "squared plus four s plus twenty nine"),
     ],
     # an area or a volume of a length unit is 'square' / 'cubic' (not in a sum: '4m^2 + 3m' has a variable m)
     "areas": [
@@ -208,6 +208,8 @@ RULES = {
          "twelve IF X one less than or equal to zero then fourteen thirteen LET X one equals minus X one"),
         ("LET X1 = X^2 - Y^2 and x^4 - y^4", "LET X one equals X squared minus Y squared and x to the four minus y to the four"),
         ("[NO2-] > [HNO2]", "N O two minus greater than H N O two"),  # MMLU-Pro test option, chemistry
+        ("x^2 - y^2 = (x-y)(x+y), but statement (a)(ii)",  # two bracketed sums side by side multiply
+         "x squared minus y squared equals x minus y times x plus y, but statement a ii"),
         ("SO4^2- and Fe^{3+} ions, but K_a = 10^-5",
          "S O four two minus and Fe three plus ions, but K a equals ten to the minus five"),
     ],
