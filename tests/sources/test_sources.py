@@ -29,15 +29,16 @@ FILES = {
 # answer and one other option, or the script reads fewer options, or the item is refused too_long.
 # A user turn of over 100 spoken words is refused too (records.MAX_RUN_WORDS: the ladder would give
 # the reply before its last word): 6 more MMLU-Pro test items, 3 validation, 3 GSM8K. (One of
-# them, 11788, reaches 103 words once its run-together words are split: "oxygenis", "areabsent".)
+# them, 11788, reaches 103 words once its run-together words are split: "oxygenis", "areabsent"; and
+# 11617, a Laplace transform, passes its limit once "(s + 2)(s^2 + 4s + 29)" is read with its "times".)
 EXPECTED_REASONS = {
-    "mmlu_pro_test_300.jsonl": {"heavy_latex": 3, "heavy_math": 9, "needs_context": 1, "needs_image": 1, "too_long": 50},
+    "mmlu_pro_test_300.jsonl": {"heavy_latex": 3, "heavy_math": 9, "needs_context": 1, "needs_image": 1, "too_long": 51},
     "mmlu_pro_validation.jsonl": {"code": 1, "heavy_math": 1, "too_long": 8},
     "gsm8k_test_200.jsonl": {"too_long": 4},
     "hssbench_own.jsonl": {"malformed_answer": 1, "needs_context": 4, "needs_image": 11, "not_english": 1, "too_long": 1},
     "mt_bench_questions.jsonl": {"code": 9, "not_english": 1, "table": 1, "too_long": 11, "no_reference_answer": 35},
 }
-EXPECTED_DIALOGUES = {"mmlu_pro_test_300.jsonl": 236, "mmlu_pro_validation.jsonl": 60, "gsm8k_test_200.jsonl": 196,
+EXPECTED_DIALOGUES = {"mmlu_pro_test_300.jsonl": 235, "mmlu_pro_validation.jsonl": 60, "gsm8k_test_200.jsonl": 196,
                       "hssbench_own.jsonl": 23, "mt_bench_questions.jsonl": 23}
 
 
