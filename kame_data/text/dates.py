@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from kame_data.text.numbers import cardinal, say_ordinal, say_year
+from kame_data.text.numbers import cardinal, plural_of, say_ordinal, say_year
 
 _MONTHS = ("January February March April May June July August September October November December "
            "Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec").split()
@@ -50,7 +50,7 @@ def dates_and_times(text: str) -> str:
     text = clock_times(text)
     # years: ranges, decades, and four-digit numbers in a year's usual company
     text = re.sub(rf"\b({_YEAR})\s*(?:-|to|and|until)\s*({_YEAR})\b{_COUNTED}", _year_range, text)
-    text = re.sub(r"\b(1[0-9]\d0|20\d0)s\b", lambda m: _decade(int(m.group(1))), text)
+    text = re.sub(r"\b(1[0-9]\d0|20\d0)s\b", lambda m: plural_of(say_year(int(m.group(1)))), text)
     for cues, guard in ((_YEAR_CUES, _COUNTED), (_WEAK_CUES, _COUNTED_WEAK)):
         text = re.sub(rf"\b({cues})(\s+|-)({_YEAR})\b(?!\.\d|,\d|\s*%){guard}",
                       lambda m: f"{m.group(1)}{' ' if m.group(2) == '-' else m.group(2)}{say_year(int(m.group(3)))}",
@@ -73,13 +73,6 @@ def _year_range(m: re.Match) -> str:
     if any(2000 <= y <= 2009 for y in (a, b)) and all(2000 <= y <= 2099 for y in (a, b)):
         return f"{cardinal(a)} {joiner} {cardinal(b)}"
     return f"{say_year(a)} {joiner} {say_year(b)}"
-
-
-def _decade(n: int) -> str:
-    words = say_year(n)
-    if words.endswith("y"):
-        return words[:-1] + "ies"
-    return words + "s"
 
 
 def clock_times(text: str) -> str:

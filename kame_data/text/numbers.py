@@ -75,6 +75,14 @@ def say_year(n: int) -> str:
     return _words(num2words(n, to="year")) if 1000 <= n <= 2099 else cardinal(n)
 
 
+def plural_of(words: str) -> str:
+    """A said number as a noun in the plural: 'four' -> 'fours', 'six' -> 'sixes', 'nineteen ninety' ->
+    'nineteen nineties' (a decade, a board called a two by four, 'in his forties')."""
+    if words.endswith("x"):
+        return words + "es"
+    return words[:-1] + "ies" if words.endswith("y") else words + "s"
+
+
 def say_ordinal(n: int) -> str:
     return _words(num2words(n, to="ordinal"))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from kame_data.text.numbers import NUM, VALUE, cardinal, say_fraction, say_mixed, say_number
+from kame_data.text.numbers import NUM, VALUE, cardinal, plural_of, say_fraction, say_mixed, say_number
 
 # unit -> (singular, plural)
 _UNITS: dict[str, tuple[str, str]] = {
@@ -59,6 +59,8 @@ _LENGTHS = ("km", "m", "cm", "mm", "μm", "nm", "ft", "in", "yd", "mi")
 for _u in _LENGTHS:
     _UNITS[f"{_u}²"] = tuple(f"square {w}" for w in _UNITS[_u])  # type: ignore[assignment]
     _UNITS[f"{_u}³"] = tuple(f"cubic {w}" for w in _UNITS[_u])  # type: ignore[assignment]
+_AREA = re.compile(rf"(\d)(\s*|-)({'|'.join(re.escape(u) for u in _LENGTHS)})\s+(squared|cubed)\b"
+                   r"(?!\s*(?:[-+=*/]|(?:minus|plus|times|equals)\b))")  # not in a sum: '4m^2 + 3m'
 
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
@@ -103,13 +105,6 @@ _DETERMINER = (r"(?:a|an|the|any|each|every|one|two|three|four|five|six|seven|ei
                r"these|those|this|that|his|her|their|its|my|our|your|\d+)")
 
 
-def _plural(word: str) -> str:
-    """'four' -> 'fours', 'six' -> 'sixes', 'twenty' -> 'twenties' (a board called a two by four)."""
-    if word.endswith("x"):
-        return word + "es"
-    return word[:-1] + "ies" if word.endswith("y") else word + "s"
-
-
 # Words before '6s' that make it the plural of a number ('rolled two 6s', 'in his 40s', 'count by 5s',
 # '3s and 4s'), not six seconds ('takes 5s', 'for 2s', 'the first 2s').
 _NUMBER_PLURAL = re.compile(r"\b(?:the|his|her|their|my|your|our|two|three|four|five|six|seven|eight|nine|ten|all|"
@@ -123,8 +118,7 @@ def dimensions(text: str) -> str:
     def size(m: re.Match) -> str:
         said = [say_number(n) for n in re.split(r"\s*[x×]\s*", m.group(2))]
         if m.group(3).startswith("s"):  # 'the 2 x 4s'
-            *head, last = said[-1].split()
-            said[-1] = " ".join([*head, _plural(last)])
+            said[-1] = plural_of(said[-1])
         return f"{m.group(1)}{' by '.join(said)} "
 
     if not re.search(r"\d\s*[x×]\s*\d", text):
@@ -138,9 +132,7 @@ def units(text: str) -> str:
     """'25°C' -> 'twenty five degrees Celsius', '470 cal/mole' -> '... calories per mole',
     'J K^-1' -> 'J per kelvin'."""
     alt = _UNIT_ALT
-    lengths = "|".join(re.escape(u) for u in _LENGTHS)
-    text = re.sub(rf"(\d)(\s*|-)({lengths})\s+(squared|cubed)\b(?!\s*(?:[-+=*/]|(?:minus|plus|times|equals)\b))",
-                  lambda m: f"{m[1]}{m[2] or ' '}{m[3]}{'²' if m[4] == 'squared' else '³'}", text)
+    text = _AREA.sub(lambda m: f"{m[1]}{m[2] or ' '}{m[3]}{'²' if m[4] == 'squared' else '³'}", text)
     # dimensions: '3 m x 4 m', '10 cm × 20 cm' are read 'by'
     text = re.sub(rf"(?<![\w.])({VALUE})\s*({alt})\s*[x×]\s*(?=\d)", r"\1 \2 by ", text)
     text = re.sub(rf"(?<![A-Za-z])({alt})\s*to the minus (?:one|1)\b", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)
@@ -163,7 +155,7 @@ def units(text: str) -> str:
                                                           m.string[:m.start()])):
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
             if name == "s" and glued and m.group(1).isdigit() and _NUMBER_PLURAL.search(m.string[:m.start()]):
-                return f" {_plural(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
+                return f" {plural_of(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]
