@@ -33,6 +33,12 @@ items by it. `--only yields` measures them alone and keeps the stored rates.
 
     python benchmarks/calibrate.py [--items 2 8] [--write]   # --write: into kame_data/calibration.json
     python benchmarks/calibrate.py --only yields --write
+    python benchmarks/calibrate.py --only yields --split mmlu_pro=test.jsonl --split gsm8k=train.jsonl --write
+
+Whole splits (`--split KIND=FILE`): the paper recipe's source of that kind read from a local copy of
+its whole split, through its filters and the script's verdicts on each passing item's first four
+variants: the items that pass and the variants the script takes by max_variants, from which `plan`
+counts a hub source's dialogues when its rows are not at hand.
 """
 
 from __future__ import annotations
@@ -162,6 +168,34 @@ def script_yields(tmp: Path) -> dict:
             "script": "the default template script, one variant", "kinds": out}
 
 
+def split_yields(splits: dict[str, Path]) -> dict:
+    """Per source kind of the paper recipe, its whole split (`--split KIND=FILE`, a local copy of the
+    split the recipe names) through the recipe's filters and the script's verdicts on every passing
+    item's first four variants (kame_data/yields.py `split_capacity`): what `plan` counts a hub
+    source's dialogues from when its rows are not at hand."""
+    from dataclasses import replace
+
+    from kame_data.recipe import load_recipe
+    from kame_data.runner.config import RunConfig
+    from kame_data.yields import split_capacity
+
+    recipe = load_recipe("kame_paper")
+    cfg = RunConfig.resolve(recipe)
+    command = "python benchmarks/calibrate.py --only yields " + " ".join(f"--split {k}=FILE" for k in splits)
+    out = {}
+    for spec in recipe.sources:
+        if spec.kind not in splits:
+            continue
+        t = time.perf_counter()
+        figures = split_capacity(recipe, replace(spec, path=str(splits[spec.kind]), hub=None), cfg)
+        out[spec.kind] = {"measured": datetime.date.today().isoformat(), "command": command,
+                          "file": splits[spec.kind].name, "split": f"{spec.hub} {spec.split} split", **figures}
+        print(f"  whole split {spec.kind:<9} {figures['rows']:,} rows, {figures['passed']:,} past the filters, "
+              f"variants the script takes by max_variants {figures['capacity']} ({time.perf_counter() - t:.0f} s)",
+              flush=True)
+    return out
+
+
 def speaking_rate(records: list[dict], speaker: str = "A") -> float:
     """Words per second of `speaker`'s turns as placed in the audio: floor words over the turns'
     spans (a turn's first word to its end), what `plan` divides a turn's words by."""
@@ -278,6 +312,20 @@ def loopback(srv: LoopbackServer) -> dict:
 LOAD_AT_START = os.getloadavg()[0]
 
 
+def _command() -> str:
+    """This command line, a --split's file named by its file name only (no machine's folders)."""
+    args = [a.split("=", 1)[0] + "=" + Path(a.split("=", 1)[1]).name if "=" in a and Path(a.split("=", 1)[1]).is_file()
+            else a for a in sys.argv[1:]]
+    return "python benchmarks/calibrate.py " + " ".join(args)
+
+
+def _split(text: str) -> tuple[str, Path]:
+    kind, sep, file = text.partition("=")
+    if not sep or not Path(file).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r}: give KIND=FILE with an existing file")
+    return kind, Path(file)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, nargs=2, default=[2, 8], help="fixture rows of the small and large runs (GSM8K; MMLU-Pro too for the oracle)")
@@ -290,6 +338,10 @@ def main() -> None:
                     "embedded oracle per call and per prompt token; probe: the speed probe, on the CPU that "
                     "measured the rest); keep "
                     "the stored rest")
+    ap.add_argument("--split", action="append", default=[], metavar="KIND=FILE", type=_split,
+                    help="with --only yields: a local copy of the whole split kame_paper's KIND source names "
+                    "(MMLU-Pro test, GSM8K train, HSSBench), measured through the recipe's filters and the script's "
+                    "verdicts for `plan`'s dialogue counts; repeat per kind (kinds not given keep their stored figures)")
     args = ap.parse_args()
     n1, n2 = args.items
     shipped = ROOT / "kame_data" / "calibration.json"
@@ -301,7 +353,9 @@ def main() -> None:
     if args.only:
         with LoopbackServer(latency=0.0) as srv, tempfile.TemporaryDirectory(prefix="kd-cal-") as d:
             if args.only == "yields":
-                part = {"yields": script_yields(Path(d))}
+                stored = json.loads(path.read_text("utf-8")).get("yields", {})
+                part = {"yields": {**script_yields(Path(d)), "splits": {**stored.get("splits", {}),
+                                                                         **split_yields(dict(args.split))}}}
             elif args.only == "probe":
                 stored = json.loads(path.read_text("utf-8"))
                 if stored.get("cpu") != cpu_description():
@@ -325,7 +379,7 @@ def main() -> None:
         later = [p for p in stored.get("remeasured", []) if p.get("only") != args.only]
         cal = {**stored, **part, "remeasured": later + [{
             "only": args.only, "measured": datetime.date.today().isoformat(),
-            "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
+            "command": _command(),
             "load_average_at_start": round(LOAD_AT_START, 1), "cpu": cpu_description(),
             "cpu_fingerprint": cpu_fingerprint()}]}
         print(json.dumps(part, indent=2))
@@ -354,7 +408,7 @@ def main() -> None:
         "machine": f"{os.cpu_count()} cores (load average {LOAD_AT_START:.1f} at the start), CPU seconds of each run's process tree",
         "cpu": cpu_description(),
         "cpu_fingerprint": cpu_fingerprint(),
-        "command": "python benchmarks/calibrate.py " + " ".join(sys.argv[1:]),
+        "command": _command(),
         "speak_core_s_per_audio_s": {e: round(v, 4) for e, v in speech.items()},
         # words per second at the engine's default knobs, on real script turns (plan's audio length)
         "words_per_second": {e: round(v, 3) for e, v in spoken.items()},
@@ -367,7 +421,7 @@ def main() -> None:
                                 # measured by a separate run of kame_paper (see its "fallback"): kept
                                 **{k: v for k, v in stored.get("llamacpp", {}).get("script", {}).items()
                                    if k in ("fallback_rate", "fallback")}}},
-        "yields": yields,
+        "yields": {**yields, "splits": {**stored.get("yields", {}).get("splits", {}), **split_yields(dict(args.split))}},
         "probe": probe,
         # measured on a GPU by benchmarks/gpu_speech_check.py, not here: a CPU calibration keeps it
         **{k: stored[k] for k in ("qa_gpu",) if k in stored},

@@ -144,6 +144,7 @@ def run(
     if until:
         typer.secho(f"stopped after {until}: {m['records']} records in {m['path']}", fg=typer.colors.GREEN)
         typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({len(result.rejects)})")
+        _allocation_lines(m.get("allocation") or {})
         _stopped_exit(stopped)
         return
     typer.echo("")
@@ -154,10 +155,19 @@ def run(
     typer.echo(f"  card:    {(out_dir / 'README.md').resolve()}")
     typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({sum(m['rejects'].values())})")
     typer.echo(f"  load:    datasets.load_dataset('parquet', data_dir='{(out_dir / 'data').resolve()}')")
+    _allocation_lines(m.get("allocation") or {})
     if m.get("stopped") and stopped is None:  # the budget: the run did what it was allowed to
         typer.secho(f"stopped: {m['stopped']}; rerun the same command (with a higher oracle.budget_usd) to "
                     "continue", fg=typer.colors.YELLOW)
     _stopped_exit(stopped)
+
+
+def _allocation_lines(allocation: dict) -> None:
+    """Each source's dialogues asked and handed to the script step; a shortfall in yellow, with why."""
+    from kame_data.sources.allocate import describe
+
+    for name, a in allocation.items():
+        typer.secho(f"  {describe(name, a)}", fg=typer.colors.YELLOW if a["shortfall"] else None)
 
 
 def _stopped_exit(stopped: Exception | None) -> None:
@@ -242,6 +252,13 @@ def plan_cmd(
     probe: bool = typer.Option(True, "--probe/--no-probe", help="On a CPU other than the calibration's, scale its "
                                "rates by this CPU's measured speed on each kind of work (about 15 s, once per "
                                "CPU; kame_data/speed_probe.py). --no-probe: the calibration's rates as they are."),
+    rows: list[str] = typer.Option([], "--rows", metavar="SOURCE=FILE", help="A local copy of a hub source's "
+                                   "split (JSONL, JSON or Parquet), to count its dialogues on its own rows; repeat per "
+                                   "source."),
+    measure: bool = typer.Option(True, "--measure/--no-measure", help="Count each `dialogues` source on its rows "
+                                 "where they are here (a local file, or --rows), exactly as the run will: the filters, "
+                                 "the draw and the script's verdicts (minutes for a whole benchmark split). "
+                                 "--no-measure: the shipped whole-split calibration."),
 ) -> None:
     """Show what a recipe would produce and cost, without running or downloading anything:
     items and dialogues per source, expected hours of audio, LLM calls and tokens, and the wall
@@ -249,7 +266,14 @@ def plan_cmd(
     bounds the run. Rates measured on another CPU are first scaled to this one by a short speed
     probe (about 15 s, once per CPU; --no-probe skips it).
 
+    A source asking for `dialogues` gets a line saying how many the run will make: items drawn
+    and past the filters, dialogues kept and any shortfall with its reasons and what would meet
+    it. It is counted on the source's own rows where they are here (exact: what `run --until
+    script` keeps), else from the shipped calibration of the whole split (its date and command
+    in the line).
+
     Example:  kame-data plan recipes/kame_paper.yaml --cores 16 --gpus 1
+              kame-data plan kame_paper --rows mmlu_pro=mmlu_pro_test.jsonl
     """
     import json
     import os
@@ -258,8 +282,14 @@ def plan_cmd(
     from kame_data.projection import Resources, load_calibration, to_this_cpu
     from kame_data.recipe import RecipeError, load_recipe
 
+    copies = {}
+    for given in rows:
+        source, sep, file = given.partition("=")
+        if not sep or not Path(file).is_file():
+            _fail(f"--rows {given!r}: give SOURCE=FILE with an existing local file")
+        copies[source] = file
     try:
-        plan = plan_recipe(load_recipe(recipe))
+        plan = plan_recipe(load_recipe(recipe), copies, measure)
         cal = to_this_cpu(load_calibration(calibration), probe, say=lambda m: typer.echo(m, err=True))
     except (RecipeError, OSError, ValueError) as e:
         _fail(str(e))

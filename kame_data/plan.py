@@ -26,7 +26,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
-from kame_data.yields import MIN_YIELD_SAMPLE, after_yield, rewrite_note, sampled_turns
+from kame_data.yields import MIN_YIELD_SAMPLE, after_yield, dialogue_counts, rewrite_note, sampled_turns, source_items
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,8 @@ class SourcePlan:
     oracle_calls: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
+    passing: int | None = None  # a `dialogues` source: items past its filters (measured or calibrated)
+    shortfall: int | None = None  # a `dialogues` source: dialogues asked that will not be made
 
 
 @dataclass
@@ -76,6 +78,7 @@ class Plan:
     voices: dict[str, dict[str, Any]] = field(default_factory=dict)  # role -> its pool as cast (_cast_summary)
     llm: dict[str, dict[str, Any]] = field(default_factory=dict)  # per LLM stage: kind, calls, tokens
     qa: float = 0.0  # share of the audio Whisper QA hears (speak.qa.sample, 0 with QA off)
+    qa_gpu: float = 0.0  # the same with Whisper on a GPU (speak.qa.gpu_sample, else sample)
     device: str = "auto"  # the recipe's device: where Whisper may run
     projection: Projection | None = None
     # step -> part -> declared core-s per audio second (StepSpec.cost) of what the recipe switches on
@@ -88,7 +91,7 @@ class Plan:
             return None
         cal = calibration or load_calibration()
         cal = cal | {"speak_core_s_per_audio_s": _engine_rates(cal, self.speech_seconds, self.notes)}
-        self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, self.qa, res, cal,
+        self.projection = project(int(self.total("kept")), self.speech_seconds, self.llm, (self.qa, self.qa_gpu), res, cal,
                                   self.step_parts, self.device)
         return self.projection
 
@@ -111,7 +114,7 @@ class Plan:
         return None if any(v is None for v in values) else sum(values)
 
     def to_dict(self) -> dict[str, Any]:
-        keys = ("items", "dialogues", "kept", "audio_hours", "script_calls", "oracle_calls", "prompt_tokens",
+        keys = ("items", "dialogues", "kept", "shortfall", "audio_hours", "script_calls", "oracle_calls", "prompt_tokens",
                 "completion_tokens")
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
@@ -149,31 +152,6 @@ def _gap_mean(gap: GapConfig) -> float:
     if gap.distribution == "uniform":
         return (gap.low + gap.high) / 2
     return min(max(gap.mean, gap.min), gap.max)
-
-
-def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
-    """Rows of a local source file (cheap: no parsing into items, no filters)."""
-    if not spec.path:
-        return None
-    from kame_data.sources.rows import SourceError, read_rows
-
-    try:
-        return sum(1 for r in read_rows(path=recipe.resolve(spec.path)) if isinstance(r, dict))
-    except (SourceError, OSError, ValueError) as e:
-        log.warning("plan: cannot count rows of %s: %s", spec.path, e)
-        return None
-
-
-def _items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
-    if spec.quota is not None:
-        return spec.quota, "quota"
-    if isinstance(spec.per_category, dict):
-        n = sum(spec.per_category.values())
-        return (min(n, spec.limit) if spec.limit else n), "per_category"
-    if spec.limit is not None:
-        return spec.limit, "limit"
-    rows = _count_rows(recipe, spec)
-    return (rows, "rows") if rows is not None else (None, "unknown")
 
 
 def _turn_words(kind: str, style: str, llm: LlmScriptConfig,
@@ -219,8 +197,12 @@ def _oracle_load(words: list[Word], oracle: OracleConfig) -> tuple[int, int]:
     return len(seen), sum(seen.values())
 
 
-def plan_recipe(recipe: Recipe) -> Plan:
-    """The plan of a recipe; reads nothing but the recipe (and counts rows of unlimited local files)."""
+def plan_recipe(recipe: Recipe, rows: dict[str, str] | None = None, measure: bool = True) -> Plan:
+    """The plan of a recipe; reads the recipe, counts rows of unlimited local files and, with
+    `measure`, finds what a `dialogues` source keeps on its rows the way the run will (the filters,
+    the draw and the script's verdicts: yields.measure_counts) where they are at hand: its local
+    file, or `rows[source name]`, a local copy of a hub source's split. Elsewhere the whole-split
+    calibration tells (yields.counts_from_calibration)."""
     cfg = RunConfig.resolve(recipe)  # the values the run will use, defaults included
     style, llm, speak, oracle = cfg.script.style, cfg.script.llm, cfg.speak, cfg.oracle
     shares = {role: cast_shares(speak.pool(role), speak.balance) for role in (ASSISTANT, USER)}
@@ -235,7 +217,8 @@ def plan_recipe(recipe: Recipe) -> Plan:
     backend = oracle.backend
     plan = Plan(recipe=recipe.name, style=style,
                 prices=Prices(backend.prompt_price_per_million, backend.completion_price_per_million),
-                budget_usd=cfg.budget_usd, qa=speak.qa.sample if speak.qa.enabled else 0.0, device=recipe.device)
+                budget_usd=cfg.budget_usd, qa=speak.qa.share(), qa_gpu=speak.qa.share(gpu=True),
+                device=recipe.device)
     plan.step_parts = _step_costs(cfg)
     plan.steps = [spec.name for spec, _ in cfg.specs()]
     engines: dict[str, dict[str, float]] = {}  # speaker -> engine -> expected share of its speech
@@ -246,19 +229,23 @@ def plan_recipe(recipe: Recipe) -> Plan:
     plan.voices = {role: _cast_summary(shares[role], role, speak) for role in (ASSISTANT, USER)}
     yields = calibration.get("yields", {})
     for spec in recipe.sources:
-        items, items_from = _items(recipe, spec)
+        items, items_from = source_items(recipe, spec)
         if spec.dialogues is not None:
             dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
         else:
             dialogues = None if items is None else items * (spec.variants or default_variants)
         name = spec.name or spec.kind
         sampled = sampled_turns(recipe, spec, cfg) if dialogues is not None else None
+        counts = dialogue_counts(recipe, spec, cfg, (rows or {}).get(name), measure, yields)
         # a quota or per-category draw, and a limit (load_source stops after `limit` accepted items), count
         # items past the filters; a whole file counts rows
         drawn = items_from in ("quota", "per_category", "limit")
         whole = sampled is not None and ((items_from == "limit" and sampled.passed >= (spec.limit or 0))
                                          or (items_from == "rows" and sampled.read >= (items or 0)))  # all it reads
-        if sampled and ((sampled.passed if drawn else sampled.read) >= MIN_YIELD_SAMPLE or whole):
+        if counts is not None:
+            asked, dialogues = spec.dialogues, counts.kept
+            plan.notes.append(counts.line(name))
+        elif sampled and ((sampled.passed if drawn else sampled.read) >= MIN_YIELD_SAMPLE or whole):
             asked, dialogues = dialogues, round(dialogues * sampled.share(drawn))
             plan.notes.append(f"{name}: {asked:,} dialogues asked, {dialogues:,} expected: the filters and the "
                               f"script keep {sampled.share(drawn):.1%} of its first {sampled.read} items "
@@ -293,6 +280,7 @@ def plan_recipe(recipe: Recipe) -> Plan:
             oracle_calls=dialogues * oracle_calls if known else None,
             prompt_tokens=round(dialogues * per_dialogue_prompt) if known else None,
             completion_tokens=round(dialogues * per_dialogue_completion) if known else None,
+            passing=counts.passing if counts else None, shortfall=counts.shortfall if counts else None,
         ))
         if items is None:
             plan.notes.append(f"{spec.name or spec.kind}: a hub source without `quota` or `limit`: its size is "

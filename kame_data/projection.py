@@ -155,12 +155,13 @@ def _with_setup(stage: str, work: float, basis: str, res: Resources, cal: dict[s
     return _plus_setup(work, basis, (cal.get("setup_core_s_per_worker") or {}).get(stage), "worker", res)
 
 
-def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]], qa: float,
-            res: Resources, cal: dict[str, Any], step_parts: dict[str, dict[str, float]] | None = None,
-            device: str = "auto") -> Projection:
+def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[str, Any]],
+            qa: float | tuple[float, float], res: Resources, cal: dict[str, Any],
+            step_parts: dict[str, dict[str, float]] | None = None, device: str = "auto") -> Projection:
     """`role_seconds`: seconds of speech per engine name over the whole run; `llm`: per LLM stage
     its backend kind, calls and tokens (only stages that call an LLM); `qa`: the share of the audio
-    Whisper QA hears (speak.qa.sample; 0 with QA off); `step_parts`: per step, the parts it switches
+    Whisper QA hears (speak.qa.sample; 0 with QA off), or (on the CPU, on a GPU: speak.qa.gpu_sample),
+    which also draws the dialogues the answer round trip hears; `step_parts`: per step, the parts it switches
     on with their declared core-s per audio second (StepSpec.cost): a part named after its step is a
     CPU stage of its own (quality, acoustics), others add to their step's stage (the speak step's
     variants, turn-taking, answer round-trip); `device`: the recipe's (docs/design.md, "Devices"):
@@ -178,7 +179,9 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
         p.stages.append(_llm_stage(script, s["kind"], s["calls"], s["tokens"], cal, res, p.notes))
         p.stages[-1].stage = f"{script} (LLM)"
     basis = " + ".join(f"{e} {cal['speak_core_s_per_audio_s'][e]:.3f}" for e in role_seconds)
-    gpu_qa = cal.get("qa_gpu") if qa and res.total_gpus and device != "cpu" else None
+    cpu_share, gpu_share = qa if isinstance(qa, tuple) else (qa, qa)
+    gpu_qa = cal.get("qa_gpu") if gpu_share and res.total_gpus and device != "cpu" else None
+    qa = gpu_share if gpu_qa else cpu_share
     if qa:
         rate = cal["qa_core_s_per_audio_s"] * (gpu_qa["cpu_share"] if gpu_qa else 1.0)
         speak += audio_s * qa * rate
@@ -187,6 +190,8 @@ def project(dialogues: int, role_seconds: dict[str, float], llm: dict[str, dict[
     basis += " (calibration)"
     for part, declared in step_parts.get(speak_name, {}).items():
         rate, said = _part_rate(part, declared, cal)
+        if part == "answer" and 0 < qa < 1:  # with QA on, the round trip hears QA's sample only
+            rate, said = rate * qa, f"{said} x {qa:g} sampled"
         speak += audio_s * rate
         basis += f" + {said}"
     speak, basis = _with_setup(speak_name, speak, f"core-s per audio-s: {basis}", res, cal)

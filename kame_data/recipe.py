@@ -54,7 +54,13 @@ class SourceSpec:
     per_category: Count | Annotated[dict[str, Count], Schema(minProperties=1)] | None = None
     categories: Annotated[list[str], Schema(minItems=1)] | None = None  # only these categories (case-insensitive)
     variants: Count | None = None  # dialogues per item (not with `dialogues`)
-    dialogues: Count | None = None  # dialogues for the whole source, spread over its items (exact)
+    dialogues: Count | None = None  # dialogues for the whole source, spread over its items (kame_data/sources/allocate.py)
+    # With `dialogues`: the most dialogues (variants) one item may give, when a variant the script refuses is
+    # replaced by another or fewer items pass than the quota; what cannot be met then is the source's shortfall.
+    max_variants: Annotated[int, Schema(minimum=1)] = 4
+    # With `dialogues` and fewer items past the filters than `quota`: count, make `dialogues` all the same (up to
+    # max_variants per item); ratio, scale them to the items found (the recipe's dialogues per item kept).
+    fill: Literal["count", "ratio"] = "count"
     name: Annotated[str, Schema(pattern="^[a-z][a-z0-9_]*$")] | None = None  # kind jsonl: the source name of its items
     # kind jsonl: which field of a row holds each part of an item (question and answer at least).
     fields: Annotated[JsonlFields, Schema(required=["question", "answer"])] | None = None

@@ -55,6 +55,9 @@ class SourceItem:
     meta: dict[str, str] = field(default_factory=dict)
     followups: list[FollowUp] = field(default_factory=list)  # later user turns, in order
     variants: int = 0  # dialogues to script from this item (set by sampling); 0: the script config's count
+    # The variant numbers to script, when the allocation chose them (sources/allocate.py: a refused
+    # variant is replaced by the next one); empty: 0 .. variants - 1.
+    variant_numbers: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # Records read back from JSON carry follow-ups as plain mappings.
@@ -139,6 +142,7 @@ class RenderedDialogue:
     acoustics: dict = field(default_factory=dict)
     # Turn-taking that shaped this dialogue: per turn, words cut off by a barge-in.
     turn_cut_words: tuple[int, ...] = ()
+    answer_checked: bool = False  # the answer round trip heard the answer (speak.answer, on QA's sample)
 
     @property
     def id(self) -> str:

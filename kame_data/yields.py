@@ -14,9 +14,37 @@ from kame_data.sources.step import SourcesStep
 
 if TYPE_CHECKING:
     from kame_data.recipe import Recipe, SourceSpec
+    from kame_data.sources.allocate import Allocation
     from kame_data.runner.config import RunConfig
 
 log = logging.getLogger(__name__)
+
+
+def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
+    """Rows of a local source file (cheap: no parsing into items, no filters)."""
+    if not spec.path:
+        return None
+    from kame_data.sources.rows import SourceError, read_rows
+
+    try:
+        return sum(1 for r in read_rows(path=recipe.resolve(spec.path)) if isinstance(r, dict))
+    except (SourceError, OSError, ValueError) as e:
+        log.warning("plan: cannot count rows of %s: %s", spec.path, e)
+        return None
+
+
+def source_items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
+    """A source's item count as the recipe gives it, and from what: quota, per_category, limit, rows
+    (a local file's, before filters) or unknown."""
+    if spec.quota is not None:
+        return spec.quota, "quota"
+    if isinstance(spec.per_category, dict):
+        n = sum(spec.per_category.values())
+        return (min(n, spec.limit) if spec.limit else n), "per_category"
+    if spec.limit is not None:
+        return spec.limit, "limit"
+    rows = _count_rows(recipe, spec)
+    return (rows, "rows") if rows is not None else (None, "unknown")
 
 
 def after_yield(name: str, kind: str, dialogues: int | None, items_from: str, style: str, yields: dict[str, Any],
@@ -128,3 +156,182 @@ def sampled_turns(recipe: Recipe, spec: SourceSpec, cfg: RunConfig) -> Sample | 
         return None
     n = len(turns)
     return Sample((sum(users) / n, sum(assistants) / n, max(2, 2 * round(sum(turns) / n / 2))), read, passed, n)
+
+
+# ---------------------------------------------------------------- dialogue counts (sources/allocate.py)
+
+CAPS = (1, 2, 3, 4)  # the max_variants a whole-split calibration measures the capacity at
+
+
+@dataclass(frozen=True)
+class Counts:
+    """A `dialogues` source's count as the plan sees it: drawn and passing items, dialogues kept
+    and short, why, and from what (`basis`)."""
+
+    asked: int
+    drawn: int | None  # items the dialogues are spread over
+    passing: int | None  # items past the filters
+    rows: int | None  # rows read
+    kept: int
+    reasons: dict[str, int]
+    basis: str  # how it was known: measured on the rows, or the shipped whole-split calibration
+    remedies: tuple[str, ...] = ()  # what would meet the count
+
+    @property
+    def shortfall(self) -> int:
+        return max(0, self.asked - self.kept)
+
+    def line(self, name: str) -> str:
+        rows = f" of {self.rows:,} rows" if self.rows else ""
+        head = (f"{name}: {self.kept:,} of {self.asked:,} dialogues asked, from {_n(self.drawn)} items drawn of "
+                f"{_n(self.passing)} past the filters{rows} ({self.basis})")
+        if not self.shortfall:
+            return head
+        why = ", ".join(f"{k} {v:,}" for k, v in self.reasons.items())
+        more = f"; would meet it: {'; '.join(self.remedies)}" if self.remedies else ""
+        return f"{head}; {self.shortfall:,} short ({why}){more}"
+
+
+def _n(v: int | None) -> str:
+    return "?" if v is None else f"{v:,}"
+
+
+def measure_counts(recipe: Recipe, spec: SourceSpec, cfg: RunConfig) -> "Allocation":
+    """What `kame-data run` will hand the script step for this source, found the way the run finds
+    it: its rows through the filters, the draw and the allocation with the script's verdicts
+    (minutes for a whole benchmark split; exact)."""
+    from kame_data.script.template import script_checks
+
+    step = SourcesStep(recipe, cfg.filters, None, **script_checks(cfg))
+    step.run([spec])
+    return step.allocations[spec.name or spec.kind]
+
+
+def counts_from_allocation(alloc: "Allocation", spec: SourceSpec, cfg: RunConfig, where: str) -> Counts:
+    return Counts(asked=alloc.asked, drawn=alloc.items, passing=alloc.passed, rows=alloc.read, kept=alloc.dialogues,
+                  reasons=alloc.reasons(), basis=f"measured on {where}",
+                  remedies=_remedies(spec, cfg, alloc.shortfall, alloc.filtered.get("too_long", 0),
+                                     # short at the cap: the variants taken grow about in proportion to it
+                                     {alloc.max_variants: alloc.dialogues} if alloc.dialogues < alloc.target else None))
+
+
+def counts_from_calibration(spec: SourceSpec, cfg: RunConfig, splits: dict[str, Any]) -> Counts | None:
+    """The count from the whole-split calibration of this kind (`benchmarks/calibrate.py --only yields
+    --split KIND=FILE`): its items past the filters and, per max_variants, the variants the script
+    takes over all of them. The recipe's quota draws its share of them; past the measured caps the
+    capacity grows by the last cap's rate. None when the kind was not measured."""
+    s = splits.get(spec.kind)
+    if not s or spec.dialogues is None:
+        return None
+    passing, capacity = s["passed"], {int(k): v for k, v in s["capacity"].items()}
+    drawn = min(spec.quota, passing) if spec.quota is not None else passing
+    scale = drawn / max(1, passing)
+    top = max(capacity)
+    cap = spec.max_variants
+    total = capacity[cap] if cap in capacity else capacity[top] * cap / top
+    can = round(total * scale)
+    target = round(spec.dialogues * drawn / spec.quota) if spec.fill == "ratio" and spec.quota and drawn != spec.quota \
+        else spec.dialogues
+    kept = min(target, can)
+    reasons: dict[str, int] = {}
+    if target < spec.dialogues:
+        reasons["fewer_items"] = spec.dialogues - target
+    at_cap = max(0, target - drawn * cap)
+    if at_cap:
+        reasons["max_variants"] = at_cap
+    if target - kept - at_cap > 0:
+        reasons["script refusals"] = target - kept - at_cap
+    basis = (f"the calibration of {s['measured']} on a whole split: {s.get('file', '?')}, {s['rows']:,} rows, for "
+             f"{s['split']}; `{s['command']}`")
+    if s.get("settings") != settings_key(cfg):
+        basis += "; measured with the paper recipe's filters and script settings, not this recipe's"
+    too_long = round(s.get("filtered", {}).get("too_long", 0) * scale)
+    return Counts(asked=spec.dialogues, drawn=drawn, passing=passing, rows=s["rows"], kept=kept, reasons=reasons,
+                  basis=basis, remedies=_remedies(spec, cfg, spec.dialogues - kept, too_long, capacity, scale))
+
+
+def _remedies(spec: SourceSpec, cfg: RunConfig, short: int, too_long: int, capacity: dict[int, float] | None,
+              scale: float = 1.0) -> tuple[str, ...]:
+    """What would meet a short count: a larger max_variants (the smallest that would, where the
+    capacity per cap is known), a served rewrite model for the items refused too_long."""
+    if short <= 0:
+        return ()
+    out = []
+    if capacity:
+        rate = max(capacity.values()) / max(capacity)  # variants taken per unit of cap, at the top
+        need = next((c for c in sorted(capacity) if capacity[c] * scale >= spec.dialogues), None)
+        if need is None and rate * scale > 0:
+            need = -(-spec.dialogues // max(1, round(rate * scale)))
+        if need is not None and need > spec.max_variants:
+            out.append(f"max_variants: {need}" + (" (each item said that many ways: more items would be better)"
+                                                 if need > 2 * spec.max_variants else ""))
+    if too_long and cfg.script.style != "llm":
+        out.append(f"a served rewrite model (script.style llm, script.llm.backend) for the {too_long:,} items "
+                   "refused too_long")
+    return tuple(out)
+
+
+def settings_key(cfg: RunConfig) -> str:
+    """The filters and script settings a count depends on, as one short hash (a calibration's
+    figures apply as measured only to a recipe with the same)."""
+    import hashlib
+    import json
+    from dataclasses import asdict
+
+    script = {k: v for k, v in asdict(cfg.script).items() if k != "llm"}
+    blob = json.dumps({"filters": asdict(cfg.filters), ScriptStage.name: script, "seed": cfg.seed}, sort_keys=True,
+                      default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def dialogue_counts(recipe: Recipe, spec: SourceSpec, cfg: RunConfig, copy: str | None, measure: bool,
+                     yields: dict[str, Any]) -> Counts | None:
+    """A `dialogues` source's count: measured on its rows when they are here (its local file, or
+    `copy` of a hub split) and `measure`; else from the whole-split calibration; None for a source
+    without `dialogues` or a kind the calibration has not measured."""
+    if spec.dialogues is None:
+        return None
+    if measure and (copy or spec.path):
+        from dataclasses import replace
+
+        from kame_data.sources.rows import SourceError
+
+        local = replace(spec, path=str(copy), hub=None) if copy else spec
+        log.info("plan: measuring %s on its rows (filters, draw and the script's verdicts)", spec.name or spec.kind)
+        try:
+            alloc = measure_counts(recipe, local, cfg)
+        except (SourceError, OSError) as e:
+            log.warning("plan: cannot measure %s on %s: %s", spec.name or spec.kind, copy or spec.path, e)
+        else:
+            return counts_from_allocation(alloc, spec, cfg, f"its {alloc.read:,} rows")
+    return counts_from_calibration(spec, cfg, yields.get("splits", {}))
+
+
+def split_capacity(recipe: Recipe, spec: SourceSpec, cfg: RunConfig, caps: tuple[int, ...] = CAPS) -> dict[str, Any]:
+    """A whole split's figures for the shipped calibration: rows read, items past the filters (and
+    the filters' reasons), and for each max_variants in `caps` the variants the script takes over
+    all of those items (its verdicts on each item's first max(caps) variants), with the refusals'
+    reasons. `plan` draws the recipe's quota from them (counts_from_calibration)."""
+    from collections import Counter
+
+    from kame_data.script.template import script_checks
+
+    checks = script_checks(cfg)
+    judge = checks["verdict"]  # the run's own (script/template.py), on every variant up to the top cap
+    items, rejects = SourcesStep(recipe, cfg.filters, None, **checks).read(spec)  # the run's filters and de-duplication
+    rows, passed = len(items) + len(rejects), len(items)
+    filtered: Counter[str] = Counter(r.reason for r in rejects)
+    refused: Counter[str] = Counter()
+    capacity = dict.fromkeys(caps, 0)
+    for item in items:
+        taken = 0
+        for v in range(max(caps)):
+            r = judge(item, v)
+            if r is None:
+                taken += 1
+            else:
+                refused[r.reason] += 1
+            if v + 1 in capacity:
+                capacity[v + 1] += taken
+    return {"rows": rows, "passed": passed, "filtered": dict(filtered.most_common()), "capacity": capacity,
+            "refused": dict(refused.most_common()), "settings": settings_key(cfg)}

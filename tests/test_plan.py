@@ -1,5 +1,6 @@
 """`kame-data plan`: totals from the recipe alone, nothing downloaded or run."""
 
+from collections import Counter
 import json
 from pathlib import Path
 import subprocess
@@ -155,3 +156,72 @@ def test_the_plan_counts_what_the_script_keeps(monkeypatch, no_downloads, tmp_pa
     gsm = [s for s in plan.sources if s.kind == "gsm8k"]
     assert all(s.kept == s.dialogues for s in gsm)  # no yield stored for it here: nothing assumed
     assert "17,100" in format_plan(plan)
+
+
+# ---------------------------------------------------------------- dialogue counts (issue: the paper's size)
+
+COUNTED = {"mmlu_pro": ("mmlu_pro_test_300.jsonl", 250, 500), "gsm8k": ("gsm8k_test_200.jsonl", None, 450),
+           "hssbench": ("hssbench_own.jsonl", None, 100)}
+
+
+def _counted_recipe(tmp_path, fixtures_dir) -> Path:
+    sources = []
+    for kind, (name, quota, dialogues) in COUNTED.items():
+        sources.append({"kind": kind, "path": str(fixtures_dir / name), "dialogues": dialogues,
+                        **({"quota": quota} if quota else {})})
+    p = tmp_path / "counted.yaml"
+    p.write_text(yaml.safe_dump({"name": "counted", "seed": 20250601, "sources": sources,
+                                 "script": {"mmlu_options": "subset", "max_options": 4}}))
+    return p
+
+
+def test_plan_measures_what_run_until_script_keeps(tmp_path, fixtures_dir, no_downloads):
+    """Local rows are at hand: the plan counts each source's dialogues the way the run does, and the
+    run's scripts.jsonl holds exactly that many per source, short where the plan said, for the reasons it said."""
+    recipe = _counted_recipe(tmp_path, fixtures_dir)
+    plan = {s.source: s for s in plan_recipe(load_recipe(recipe)).sources}
+    out = tmp_path / "out"
+    r = subprocess.run(CLI + ["run", str(recipe), "--out", str(out), "--until", "script", "-q"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    made = Counter(json.loads(line)["source"] for line in (out / "scripts.jsonl").read_text().splitlines())
+    for kind, (_, _, asked) in COUNTED.items():
+        assert plan[kind].kept == made[kind], (kind, plan[kind], made)
+        assert plan[kind].shortfall == asked - made[kind]
+    assert plan["mmlu_pro"].shortfall == 0 and plan["gsm8k"].shortfall == 0
+    assert plan["hssbench"].shortfall > 0  # 41 own rows: too few items for 100 dialogues at 4 variants each
+    line = next(x for x in r.stdout.splitlines() if x.strip().startswith("hssbench:"))
+    assert f"{made['hssbench']} of 100 dialogues asked" in line and "short (max_variants" in line
+
+
+def test_whole_split_calibration_counts_like_the_run(tmp_path, fixtures_dir):
+    """The shipped figures of a whole split (yields.split_capacity) give the count the run makes on it,
+    at any max_variants they measured and for any count asked."""
+    from dataclasses import replace
+
+    from kame_data.runner.config import RunConfig
+    from kame_data.yields import counts_from_calibration, measure_counts, split_capacity
+
+    recipe = load_recipe(_counted_recipe(tmp_path, fixtures_dir))
+    cfg = RunConfig.resolve(recipe)
+    spec = recipe.sources[0]
+    figures = split_capacity(recipe, spec, cfg)
+    splits = {"mmlu_pro": {**figures, "measured": "today", "split": "fixture", "command": "test"}}
+    for dialogues, cap in ((500, 4), (700, 3), (900, 4), (200, 1)):
+        asked = replace(spec, quota=None, dialogues=dialogues, max_variants=cap)
+        counted = counts_from_calibration(asked, cfg, splits)
+        measured = measure_counts(recipe, asked, cfg)
+        assert counted.kept == measured.dialogues and counted.passing == measured.passed, (dialogues, cap)
+        assert counted.shortfall == measured.shortfall
+        if counted.shortfall:
+            assert sum(counted.reasons.values()) == counted.shortfall and counted.remedies
+
+
+def test_the_paper_plan_counts_from_whole_splits(no_downloads):
+    """Hub sources: the shipped calibration of whole splits says what each keeps, HSSBench short."""
+    plan = plan_recipe(load_recipe("recipes/kame_paper.yaml"))
+    by = {s.source: s for s in plan.sources}
+    assert by["mmlu_pro"].kept == 22800 and by["gsm8k"].kept == 11742
+    assert 0 < by["hssbench"].kept < 22040 and by["hssbench"].shortfall == 22040 - by["hssbench"].kept
+    note = next(n for n in plan.notes if n.startswith("hssbench:"))
+    assert "whole" in note and "calibrate.py --only yields" in note and "max_variants" in note

@@ -178,3 +178,24 @@ def test_the_plan_says_when_its_rates_come_from_another_cpu():
                   if "is not the one the rates were measured on" in n]
         assert len(warned) == 1 and "benchmarks/calibrate.py --out FILE" in warned[0]
         assert ("SomeVendor:avx2" if other is not CAL else "not recorded") in warned[0]
+
+
+def test_a_qa_sample_on_the_cpu_and_every_turn_on_a_gpu():
+    """speak.qa.sample 0.05 with gpu_sample 1 (the paper recipe): the cores hear 5% of the audio, and the
+    answer round trip is paid on that 5% only; with GPUs Whisper hears it all there."""
+    speech = {"piper": 1000.0}
+    parts = {"speak": {"answer": 0.1}}
+    cal = {**CAL, "qa_gpu": {"gpu_s_per_audio_s": 0.02, "cpu_share": 0.4, "measured": "on a test GPU"}}
+    cpu = {s.stage: s for s in project(10, speech, {}, (0.05, 1.0), Resources(cores=2), cal, parts).stages}
+    assert cpu["speak"].work == pytest.approx(1000 * (0.2 + 0.05 * 0.1 + 0.05 * 0.1))
+    assert "x 0.05 sampled" in cpu["speak"].basis and "speak:whisper" not in cpu
+    gpu = {s.stage: s for s in project(10, speech, {}, (0.05, 1.0), Resources(cores=2, gpus=1), cal, parts).stages}
+    assert gpu["speak:whisper"].work == pytest.approx(1000 * 1.0 * 0.02)
+    assert gpu["speak"].work == pytest.approx(1000 * (0.2 + 0.1 * 0.4 + 0.1))
+
+
+def test_the_paper_plan_counts_its_qa_sample():
+    plan = plan_recipe(load_recipe("kame_paper"))
+    assert (plan.qa, plan.qa_gpu) == (0.05, 1.0)
+    by = {s.stage: s for s in plan.project(Resources(cores=16)).stages}
+    assert "Whisper QA" in by["speak"].basis and "x 0.05 sampled" in by["speak"].basis

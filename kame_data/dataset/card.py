@@ -169,6 +169,7 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         items = per_source_stats.get(s, {}).get("items", "")
         shown = "**none stated**" if lic == UNKNOWN else lic
         lines.append(f"| {_cell(s)} | {_cell(_origin(recipe, s))} | {manifest['per_source'][s]} | {items} | {_cell(shown)} |")
+    lines += _allocation_rows(manifest)
     unlicensed = [s for s in sources if licenses[s] == UNKNOWN]
     if unlicensed:
         lines += ["", f"> **Warning:** {', '.join(unlicensed)} has no stated license; rows derived from it must not "
@@ -268,6 +269,26 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         "}", "```", "",
     ]
     return "\n".join(lines)
+
+
+def _allocation_rows(manifest: dict[str, Any]) -> list[str]:
+    """Per source asking for `dialogues`: asked, items past the filters and drawn, handed to the
+    script step, published, and why any shortfall (kame_data/sources/allocate.py)."""
+    allocation = manifest.get("allocation") or {}
+    if not allocation:
+        return []
+    lines = ["", "### Dialogues asked and made", "",
+             "| source | asked | items passed / drawn | scripted | published | short | why |", "|---|---|---|---|---|---|---|"]
+    for name, a in allocation.items():
+        published = manifest["per_source"].get(name, 0)
+        why = dict(a["reasons"])
+        if published < a["dialogues"]:
+            why["lost in later steps (rejects below)"] = a["dialogues"] - published
+        short = max(0, a["asked"] - published)
+        why_text = ", ".join(f"{_cell(k)} {v:,}" for k, v in why.items()) if short else ""
+        lines.append(f"| {_cell(name)} | {a['asked']:,} | {a.get('passed', a['items']):,} / {a['items']:,} | "
+                     f"{a['dialogues']:,} | {published:,} | {short:,} | {why_text} |")
+    return lines
 
 
 def _origin(recipe: dict[str, Any], kind: str) -> str:

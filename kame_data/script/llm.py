@@ -13,6 +13,12 @@ transient `llm_failed` reject, which a rerun tries again. When the service refus
 (HTTP 400/413/422: a content filter, a prompt over the context) it is not asked again: the template
 stands in, as for any unusable rewrite (counted `fallback_llm_refused`), and an item without one is
 a final `llm_refused` reject with the service's reason.
+
+An item the template cannot fit in a turn (`too_long`) is offered to the rewrite too: the request
+carries its plain version with no length limit and the fewest options (template.unfitted) and asks
+for it condensed to the turn's budget, keeping every fact needed. The rewrite is kept only when it
+fits, keeps the answer and still says every number of the question (`facts_lost`); otherwise the
+item stays refused `too_long` (there is no template to fall back on). docs/design.md, "Dialogue counts".
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from kame_data.script.template import (
     script_turns,
     seconds,
     to_dialogue,
-    variant_count,
+    unfitted,
+    variant_numbers,
 )
 from kame_data.scrub import scrub
 from kame_data.text import is_speakable, spoken_words, to_spoken
@@ -77,9 +84,15 @@ def _answer_line(target: Target) -> str:
     return f"Correct answer: {target.text}"
 
 
+CONDENSE = ("The plain version below is too long to say in one go. Condense the user's question to at most "
+            "{user_words} words (about {seconds:.0f} seconds spoken): keep every number, name and fact needed to "
+            "answer it{options}, and drop the rest. The assistant's answer stays the correct one.")
+
+
 def build_request(item: SourceItem, variant: int, script: Script | None, cfg: ScriptConfig, seed: int,
-                  attempt: int = 0) -> ChatRequest:
-    """The rewrite request for one dialogue."""
+                  attempt: int = 0, condense: bool = False) -> ChatRequest:
+    """The rewrite request for one dialogue; `condense`: the template could not fit the item, and
+    `script` is its plain version with no length limit (template.unfitted), to be cut to the budget."""
     llm = cfg.llm
     n_turns = len(script.turns) if script else 2 * (1 + len(item.followups))
     shown = script.shown if script else ()
@@ -105,6 +118,10 @@ def build_request(item: SourceItem, variant: int, script: Script | None, cfg: Sc
     for k, f in enumerate(item.followups, 1):
         ref = f.answer or "not given; answer it yourself, briefly and correctly"
         parts.append(f"Follow-up question {k}: {f.question.strip()}\nFollow-up answer {k}: {ref}")
+    if condense:
+        words = min(llm.max_user_words, int(cfg.max_turn_seconds * cfg.words_per_second))
+        parts.append(CONDENSE.format(user_words=words, seconds=cfg.max_turn_seconds,
+                                     options=", and the options with their letters" if shown else ""))
     if script:
         parts.append("A plain version of the conversation, to rewrite:\n"
                      + "\n".join(f"{'USER' if role == USER else 'ASSISTANT'}: {text}" for role, text in script.turns))
@@ -160,6 +177,26 @@ def check_rewrite(item: SourceItem, turns: list[tuple[str, str]], expected: int,
     return ""
 
 
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+
+
+def _said(text: str) -> str:
+    """Spoken words with 'and' left out ('one hundred and five' and 'one hundred five' are one number)."""
+    return " " + " ".join(w for w in spoken_words(to_spoken(text)) if w != "and") + " "
+
+
+def facts_lost(item: SourceItem, turns: list[tuple[str, str]]) -> str:
+    """'' if a condensed user turn still says every number of the item's question (the facts an
+    answer is worked from), in digits or in words, as a count or as a year ('eighteen fifty'), else
+    the first one it dropped."""
+    said = _said(turns[0][1])
+    for number in dict.fromkeys(_NUMBER.findall(item.question)):
+        readings = {_said(number), _said(f"in {number}").removeprefix(" in")}
+        if not any(r.strip() and r in said for r in readings):
+            return number
+    return ""
+
+
 def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend: ChatBackend,
                   stats: Counter) -> list[Dialogue | Reject]:
     """The LLM script stage for a batch: every item times its variants, template on failure.
@@ -167,10 +204,16 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
     `stats` counts rewrites used (`llm`), each refused attempt by reason (`refused_<reason>`),
     retries, and fallbacks to the template by the last reason (`fallback_<reason>`)."""
     jobs: list[tuple[SourceItem, int, Script | Reject | None]] = []
+    condensing: set[int] = set()  # jobs the template cannot fit: their rewrite must condense, no fallback
     for item in items:
-        for v in range(variant_count(item, cfg)):
+        for v in variant_numbers(item, cfg):
             script = script_turns(item, v, cfg, seed)
             no_answer = isinstance(script, Reject) and script.reason == "no_reference_answer"
+            if isinstance(script, Reject) and script.reason == "too_long":
+                plain = unfitted(item, v, cfg, seed)
+                if isinstance(plain, Script):
+                    condensing.add(len(jobs))
+                    script = plain
             jobs.append((item, v, None if no_answer else script))
     results: list[list[tuple[str, str]] | None] = [None] * len(jobs)
     reasons = [""] * len(jobs)
@@ -182,7 +225,8 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             break
         if attempt:
             stats["retried"] += len(pending)
-        reqs = [build_request(jobs[i][0], jobs[i][1], jobs[i][2], cfg, seed, attempt) for i in pending]
+        reqs = [build_request(jobs[i][0], jobs[i][1], jobs[i][2], cfg, seed, attempt, i in condensing)
+                for i in pending]
         answers = backend.complete(reqs)
         still = []
         for i, res in zip(pending, answers):
@@ -195,6 +239,8 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
                 continue  # the same request, another seed: the same refusal
             reasons[i] = "llm_error" if res.error else \
                 check_rewrite(item, turns, expected, cfg, script.target if script else None)
+            if not reasons[i] and i in condensing and facts_lost(item, turns):
+                reasons[i] = "facts_lost"
             errors[i] = (res.detail or res.error) or errors[i]
             if reasons[i]:
                 stats[f"refused_{reasons[i]}"] += 1
@@ -209,7 +255,17 @@ def rewrite_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int, backend
             out.append(script)
         elif results[i] is not None:
             stats["llm"] += 1
+            stats["condensed"] += i in condensing
             out.append(to_dialogue(item, v, results[i], script.target if script else None))
+        elif i in condensing and not (errors[i] and not refusals[i]):
+            # the template cannot fit it: no fallback, and a rewrite that did not fit or lost the answer
+            # (or a refused request) leaves the item refused for its length, as the template left it
+            stats["rejected"] += 1
+            stats[f"condense_failed_{reasons[i]}"] += 1
+            why = f"the service refused it ({scrub(refusals[i])})" if refusals[i] else f"its rewrite: {reasons[i]}"
+            out.append(Reject("script", f"{item.id}-v{v}", "too_long",
+                              f"the template cannot fit it in {cfg.max_turn_seconds:.0f} s, nor could an LLM "
+                              f"condensing it ({why})"))
         elif refusals[i] and script is None:
             stats["rejected"] += 1
             out.append(Reject("script", f"{item.id}-v{v}", "llm_refused",

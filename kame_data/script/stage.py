@@ -9,7 +9,7 @@ from typing import Any
 from kame_data.llm.base import ChatBackend
 from kame_data.records import Dialogue, Reject, SourceItem
 from kame_data.script.config import ScriptConfig
-from kame_data.script.template import script_batch, variant_count
+from kame_data.script.template import script_batch, variant_numbers
 from kame_data.step import RunContext, Step, StepSpec
 from kame_data.text.spoken import SPOKEN_VERSION
 
@@ -67,7 +67,7 @@ class ScriptStage(Step[SourceItem, Dialogue | Reject]):
         flat = self._script(batch)
         groups, at = [], 0
         for item in batch:
-            n = variant_count(item, self.cfg)
+            n = len(variant_numbers(item, self.cfg))
             groups.append(flat[at: at + n])
             at += n
         return groups

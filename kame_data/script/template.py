@@ -15,6 +15,7 @@ user turn reads fewer options (always with the answer) until it fits, or the dia
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from dataclasses import dataclass, replace
@@ -141,7 +142,10 @@ def seconds(text: str, cfg: ScriptConfig) -> float:
 
 def _user_fits(text: str, cfg: ScriptConfig) -> bool:
     """A user turn within `max_turn_seconds` and within MAX_RUN_WORDS spoken words (a longer run
-    gets the true reply from the oracle ladder before its last word)."""
+    gets the true reply from the oracle ladder before its last word); any turn with no limit (the
+    plain version a rewrite condenses, `unfitted`)."""
+    if math.isinf(cfg.max_turn_seconds):
+        return True
     return seconds(text, cfg) <= cfg.max_turn_seconds and len(spoken_words(to_spoken(text))) <= MAX_RUN_WORDS
 
 
@@ -285,6 +289,14 @@ def script_turns(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -
     return Script(turns, target, shown)
 
 
+def unfitted(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) -> Script | Reject:
+    """The template dialogue with no length limit and the fewest options (the answer and one other):
+    the plain version an LLM rewrite condenses when the template cannot fit the item (script/llm.py)."""
+    options = "open" if cfg.mmlu_options == "open" else "subset"
+    return script_turns(item, variant, replace(cfg, max_turn_seconds=math.inf, max_options=2, mmlu_options=options),
+                        seed)
+
+
 def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]],
                 target: Target | None = None) -> Dialogue | Reject:
     """Display turns -> a Dialogue with spoken text side by side, or a Reject naming the turn."""
@@ -341,10 +353,40 @@ def script_item(item: SourceItem, variant: int, cfg: ScriptConfig, seed: int) ->
     return script if isinstance(script, Reject) else checked_dialogue(item, variant, script)
 
 
-def variant_count(item: SourceItem, cfg: ScriptConfig) -> int:
-    return item.variants or cfg.variants
+def variant_numbers(item: SourceItem, cfg: ScriptConfig) -> list[int]:
+    """The variants to script: the ones the allocation chose (sources/allocate.py), else the first
+    `item.variants` (or the config's count)."""
+    return list(item.variant_numbers) or list(range(item.variants or cfg.variants))
+
+
+# What an LLM rewrite does with a template refusal: too long, it condenses (script/llm.py); no
+# reference answer, the model answers itself. Any other refusal stands in both styles.
+REWRITE_TAKES = ("too_long", "no_reference_answer")
+
+
+def verdict(cfg: ScriptConfig, seed: int):
+    """The script step's verdict on a variant of an item, for the allocation (sources/allocate.py):
+    its Reject, or None when the step would script it. The template style runs the very function
+    the step runs, so nothing handed out is refused later; the LLM style refuses what the template
+    refuses except what a rewrite takes on (REWRITE_TAKES), whose fate is the rewrite's."""
+    def template(item: SourceItem, variant: int) -> Reject | None:
+        out = script_item(item, variant, cfg, seed)
+        return out if isinstance(out, Reject) else None
+
+    def rewrite(item: SourceItem, variant: int) -> Reject | None:
+        out = script_turns(item, variant, cfg, seed)
+        return out if isinstance(out, Reject) and out.reason not in REWRITE_TAKES else None
+
+    return rewrite if cfg.style == "llm" else template
+
+
+def script_checks(config) -> dict:
+    """What the sources step takes from the script step of a run config (`RunConfig`): its verdict
+    and whether a rewrite decides `too_long` (SourcesStep's `verdict`, `rewrite_length`)."""
+    cfg = config.script
+    return {"verdict": verdict(cfg, config.seed), "rewrite_length": cfg.style == "llm"}
 
 
 def script_batch(items: list[SourceItem], cfg: ScriptConfig, seed: int) -> list[Dialogue | Reject]:
-    """The template script stage: every item times its number of variants."""
-    return [script_item(item, v, cfg, seed) for item in items for v in range(variant_count(item, cfg))]
+    """The template script stage: every item times its variants."""
+    return [script_item(item, v, cfg, seed) for item in items for v in variant_numbers(item, cfg)]

@@ -262,12 +262,15 @@ FILTERS: dict[str, Callable[[SourceItem, FilterConfig], Flag | None]] = {
 }
 
 
-def check(item: SourceItem, cfg: FilterConfig) -> Flag | None:
-    """The first filter that refuses the item, in FILTERS order; None if it is speakable."""
+def check(item: SourceItem, cfg: FilterConfig, rewrite_length: bool = False) -> Flag | None:
+    """The first filter that refuses the item, in FILTERS order; None if it is speakable.
+    `rewrite_length`: an LLM rewrite will condense what the template cannot fit (script.style llm),
+    so `too_long` is left to the script step; a text far past any spoken length (`oversized`) is
+    refused all the same."""
     if "too_long" not in cfg.skip and (flag := oversized(item, cfg)) is not None:
         return flag
     for name, fn in FILTERS.items():
-        if name in cfg.skip:
+        if name in cfg.skip or (rewrite_length and name == "too_long"):
             continue
         flag = fn(item, cfg)
         if flag is not None:

@@ -47,11 +47,12 @@ def parser_for(spec: SourceSpec) -> RowParser:
         raise RecipeError(f"unknown source kind {spec.kind!r} (available: {', '.join(sorted(ADAPTERS))}, jsonl)")
 
 
-def load_source(spec: SourceSpec, recipe: Recipe | None = None,
-                filters: FilterConfig | None = None) -> Iterable[SourceItem | Reject]:
+def load_source(spec: SourceSpec, recipe: Recipe | None = None, filters: FilterConfig | None = None,
+                rewrite_length: bool = False) -> Iterable[SourceItem | Reject]:
     """Items of one source in file order, each checked by the filters (a Reject with the reason
     when refused; None: the default filters); rows outside `spec.categories` are skipped; stops
-    after `spec.limit` accepted. `recipe`: the folder relative paths start from."""
+    after `spec.limit` accepted. `recipe`: the folder relative paths start from.
+    `rewrite_length`: leave `too_long` to the LLM rewrite (filters.check)."""
     parse = parser_for(spec)
     shape = RowSchema(spec.kind, dict(spec.fields or {}))
     filters = filters if filters is not None else FilterConfig()
@@ -80,7 +81,7 @@ def load_source(spec: SourceSpec, recipe: Recipe | None = None,
                     continue
                 if spec.license:
                     result = replace(result, license=spec.license)
-                flag = check(result, filters)
+                flag = check(result, filters, rewrite_length)
                 if flag is not None:
                     result = Reject("sources", result.id, flag.reason, flag.detail)
         except Exception as e:  # a bug of ours on one row: that row's reject, never the run's end

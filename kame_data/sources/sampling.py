@@ -70,26 +70,9 @@ def select(items: list[SourceItem], seed: int, salt: str, quota: int | None = No
     return [it for it in items if it.id in chosen]
 
 
-def assign_variants(items: list[SourceItem], seed: int, salt: str, variants: int | None = None,
-                    dialogues: int | None = None, planned_items: int | None = None) -> list[SourceItem]:
-    """Set each item's number of dialogues.
-
-    `variants` gives every item that many. `dialogues` is a total for the source: every item gets
-    dialogues // n and the first dialogues % n items (in hash order) one more, so the total is
-    exact. When fewer items than `planned_items` (the quota) survive, the total shrinks in
-    proportion, keeping the paper's ratio of dialogues to items."""
-    if not items or (variants is None and dialogues is None):
+def assign_variants(items: list[SourceItem], seed: int, salt: str, variants: int | None = None) -> list[SourceItem]:
+    """Every item `variants` dialogues (None: the script config's count). A source's `dialogues`
+    total is spread by sources/allocate.py instead."""
+    if not items or variants is None:
         return items
-    if dialogues is None:
-        return [replace(it, variants=variants) for it in items]
-    n = len(items)
-    target = dialogues
-    if planned_items and n != planned_items:
-        target = round(dialogues * n / planned_items)
-        log.info("%s: %d items instead of %d, so %d dialogues instead of %d", salt, n, planned_items, target, dialogues)
-    if target < n:
-        log.warning("%s: %d dialogues for %d items; every item gets one", salt, target, n)
-        target = n
-    base, extra = divmod(target, n)
-    bonus = {it.id for it in sorted(items, key=lambda it: rank(seed, salt + ":variants", it.id))[:extra]}
-    return [replace(it, variants=base + (it.id in bonus)) for it in items]
+    return [replace(it, variants=variants) for it in items]

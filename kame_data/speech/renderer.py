@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from kame_data.accelerator import whisper_device
 from kame_data.audio import resample
 from kame_data.costs import piece
 from kame_data.records import (
@@ -72,6 +73,7 @@ class DialogueRenderer:
         self._clips: dict = {}  # (voice, text) -> a rendered backchannel
         self._assistant_heard: str | None = None  # QA's transcript of the last render's assistant turns
         self._checking = config.qa.enabled  # whether QA checks the dialogue being rendered (qa.sample)
+        self._answer_heard = False  # whether the answer round trip heard the dialogue being rendered
 
     def load(self, threads: int = 1) -> None:
         """Load every voice of both pools (and Whisper when needed) in this process."""
@@ -114,7 +116,7 @@ class DialogueRenderer:
             r = self._render_once(dialogue, skip, slowed)
             lost = self._answer_lost(dialogue, r) if isinstance(r, RenderedDialogue) else None
             if lost is None:
-                return r
+                return replace(r, answer_checked=True) if self._answer_heard else r
             heard_with = next(t.voice for t, turn in zip(r.timings, dialogue.turns) if turn.role == ASSISTANT)
             tried.append(heard_with)
             log.info("speak %s: the answer is lost with %s (%s)", dialogue.id, heard_with, lost)
@@ -133,8 +135,9 @@ class DialogueRenderer:
         """The answer round-trip. Channel 0 holds only the assistant, so unless a barge-in cut its
         words the mixed turns say what QA's Whisper already heard in each turn: that transcript is
         checked, and Whisper listens to the mixed channel again only after a cut (or without QA)."""
-        if not self.cfg.answer.enabled:
-            return None
+        self._answer_heard = self.cfg.answer.enabled and (self._checking or not self.cfg.qa.enabled)
+        if not self._answer_heard:
+            return None  # with QA on, the round trip is part of it: the dialogues QA's sample draws
         with piece("speak.answer", whole_process=True):
             cut = any(c for t, c in zip(dialogue.turns, r.turn_cut_words) if t.role == ASSISTANT)
             if not cut and self._assistant_heard is not None:
@@ -148,7 +151,7 @@ class DialogueRenderer:
             if problem:
                 return Reject(self.step, dialogue.id, problem[0], f"turn {k}: {problem[1]}")
         self.load()
-        self._checking = self.cfg.qa.checks(self.seed, dialogue.id)
+        self._checking = self.cfg.qa.checks(self.seed, dialogue.id, whisper_device()[0] == "cuda")
         turns: dict[int, Turn] = {}
         retries = 0
         chosen: dict[str, VoiceConfig] = {}

@@ -12,6 +12,8 @@ benchmarks/fuzz_text.py).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kame_data.text.compounds import run_together
 from kame_data.text.dates import dates_and_times
 from kame_data.text.latex import math_spans, powers
@@ -48,8 +50,11 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 SPOKEN_VERSION = "11"
 
 
+@lru_cache(maxsize=8192)
 def to_spoken(text: str) -> str:
-    """The spoken form of display text: spoken text (no digit, no symbol), for any string."""
+    """The spoken form of display text: spoken text (no digit, no symbol), for any string.
+    Pure, and asked again for the same text by the script's length checks, its verdicts for the
+    allocation (sources/allocate.py) and the turn it builds: remembered."""
     text = clean(text)
     text = credit_terms(text)
     text = gsm8k_notes(text)

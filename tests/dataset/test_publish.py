@@ -205,6 +205,10 @@ def test_card_matches_manifest(quickstart_out):
     assert f"| dialogues | {m['counts']['samples']} |" in text
     assert f"| audio hours | {m['audio_hours']} |" in text
     assert f"| oracle events | {m['oracle_events']} |" in text
+    # the quickstart's Whisper QA (every turn) and answer round trip, with the failure rate's interval
+    q = m["quality"]
+    assert "### Speech round trip (Whisper)" in text and f"median {q['wer']['median']}, mean {q['wer']['mean']}" in text
+    assert q["answer_check"]["dialogues"] >= m["counts"]["samples"] and "95% interval" in text
     for level, count in m["levels"].items():
         f1, rouge = m["oracle_f1_by_level"][level], m["oracle_rouge_l_by_level"][level]
         assert f"| events at level {level} | {count} (mean token-F1 to the true reply {f1:.2f}, ROUGE-L {rouge:.2f}) |" in text
@@ -248,6 +252,24 @@ def test_card_warns_on_unlicensed_source_and_shows_quality():
     assert "**Warning:** hssbench has no stated license" in text
     assert "| wer.mean | 0.042 |" in text and "| timing_error_ms.p95 | 31 |" in text
     assert "train 0.9, test 0.1" in text
+
+
+def test_card_says_the_dialogues_asked_and_why_short():
+    """The allocation (kame_data/sources/allocate.py) as the manifest keeps it: asked, passed and drawn,
+    handed to the script, published, and the shortfall with its reasons plus what later steps lost."""
+    from kame_data.schema import validate
+
+    allocation = {"hssbench": {"asked": 100, "target": 100, "items": 23, "dialogues": 14, "shortfall": 86,
+                               "items_lost": 0, "max_variants": 4, "refused": {"too_long": 2},
+                               "reasons": {"max_variants": 8, "too_long": 78}, "read": 41, "passed": 23,
+                               "filtered": {"needs_image": 11}}}
+    m = _manifest(allocation=allocation, format="kame-data/1", recipe={}, timings={"total": 1.0})
+    validate("manifest", m)
+    text = render_card(m)
+    assert "### Dialogues asked and made" in text
+    row = next(line for line in text.splitlines() if line.startswith("| hssbench | 100 |"))
+    assert "| 23 / 23 | 14 | 12 | 88 |" in row
+    assert "max_variants 8, too_long 78, lost in later steps (rejects below) 2" in row
 
 
 def test_card_escapes_table_cells():

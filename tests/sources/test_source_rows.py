@@ -163,10 +163,10 @@ def test_a_bug_on_one_row_is_a_transient_reject_and_reading_goes_on(tmp_path, fi
 
     first, second = [row["question"].strip() for row in list(read_rows(path=fixtures_dir / "gsm8k_test_200.jsonl"))[:2]]
 
-    def check(item, cfg):
+    def check(item, cfg, *rest):
         if item.question == first:
             raise ValueError("invalid literal for int() with base 10: 'sk-test-secret-1234567890'")
-        return real_check(item, cfg)
+        return real_check(item, cfg, *rest)
 
     def dedup_key(item):
         if item.question == second:

@@ -15,6 +15,7 @@ from kame_data.script.template import script_batch
 from kame_data.sources import filters as F
 from kame_data.sources import load_items, load_source
 from kame_data.sources.rows import BadRow, SourceError, read_rows
+from kame_data.sources.allocate import allocate as spread
 from kame_data.sources.sampling import allocate, assign_variants, select
 
 FILES = {
@@ -373,11 +374,16 @@ def test_sampling_helpers():
     items = [SourceItem(id=f"t-{i}", source="t", category="c", question="q", options=[], answer="a",
                         answer_letter="") for i in range(10)]
     assert [i.id for i in select(items, 0, "t", quota=4)] == [i.id for i in select(list(reversed(items)), 0, "t", quota=4)][::-1]
-    exact = assign_variants(items, 0, "t", dialogues=17)
-    assert sum(i.variants for i in exact) == 17
-    scaled = assign_variants(items[:5], 0, "t", dialogues=19, planned_items=10)  # half the items: half the dialogues
-    assert sum(i.variants for i in scaled) == 10
-    assert sum(i.variants for i in assign_variants(items, 0, "t", dialogues=3)) == 10  # at least one each
+    assert {i.variants for i in assign_variants(items, 0, "t", variants=3)} == {3}
+    exact, _ = spread(items, 0, "t", dialogues=17, max_variants=4)
+    assert sum(i.variants for i in exact) == 17 and {i.variants for i in exact} == {1, 2}
+    # fill: ratio, half the items: half the dialogues; fill: count, the count all the same
+    scaled, alloc = spread(items[:5], 0, "t", dialogues=19, max_variants=4, planned_items=10, fill="ratio")
+    assert sum(i.variants for i in scaled) == 10 and alloc.shortfall == 9 and alloc.reasons() == {"fewer_items": 9}
+    met, _ = spread(items[:5], 0, "t", dialogues=19, max_variants=4, planned_items=10)
+    assert sum(i.variants for i in met) == 19
+    few, _ = spread(items, 0, "t", dialogues=3, max_variants=4)  # fewer dialogues than items: the count
+    assert sum(i.variants for i in few) == 3 and len(few) == 3
 
 
 def test_limit_interleaves_sources(tmp_path, fixtures_dir):

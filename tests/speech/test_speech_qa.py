@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kame_data.records import Dialogue, Reject, RenderedDialogue, Turn, TurnTiming
 from kame_data.runner.manifest import dialogue_quality, quality_summary
+from kame_data.speech.answer import AnswerCheckConfig
 from kame_data.speech.stage import QAConfig, SpeakConfig, SpeakStage
 from kame_data.speech.voice import VoiceConfig
 from kame_data.speech.whisper import (
@@ -78,10 +79,46 @@ def test_quality_summary_for_the_manifest():
     r2 = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], [], turn_wer=(0.0, 0.0),
                           turn_start_error_ms=(60.0, 20.0), clipped_samples=7)
     q = quality_summary([r1, {"quality": dialogue_quality(r2)}])
-    assert q["wer"] == {"turns": 4, "median": 0.0, "mean": 0.025, "max": 0.1}
-    assert q["word_start_error_ms"] == {"turns": 3, "median": 40.0, "mean": 40.0, "max": 60.0}
+    assert q["wer"] == {"turns": 4, "median": 0.0, "mean": 0.025, "p90": 0.1, "max": 0.1}
+    assert q["word_start_error_ms"] == {"turns": 3, "median": 40.0, "mean": 40.0, "p90": 60.0, "max": 60.0}
     assert q["clipped_samples"] == 7 and q["clipped_dialogues"] == 1 and q["qa_voice_retries"] == 1
     assert quality_summary([]) == {"clipped_samples": 0, "clipped_dialogues": 0, "qa_voice_retries": 0}
+
+
+def test_the_answer_round_trip_rate_comes_with_its_interval():
+    """Dialogues the round trip heard (published with answer_checked, or rejected answer_lost by the
+    speak step) and those that lost the answer: the rate and its 95% Wilson interval, on the card."""
+    from kame_data.dataset.speech_card import round_trip_lines
+    from kame_data.runner.manifest import wilson
+
+    d = _dialogue("q-v0", "Is it A?", "It is A.")
+    timings = [TurnTiming(0, 1, "a"), TurnTiming(1, 2, "b")]
+    heard = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], timings, turn_wer=(0.0, 0.1),
+                             answer_checked=True)
+    unheard = RenderedDialogue(d, np.zeros((10, 2), np.int16), 24000, [], timings, turn_wer=(None, None))
+    lost = [Reject("speak", f"x-{i}-v0", "answer_lost", "B not heard") for i in range(2)]
+    q = quality_summary([heard] * 18 + [unheard] * 5, lost + [Reject("script", "y-v0", "answer_lost", "template")])
+    low, high = wilson(2, 20)
+    assert q["answer_check"] == {"dialogues": 20, "lost": 2, "rate": 0.1, "ci95": [round(low, 4), round(high, 4)]}
+    assert 0.02 < low < 0.1 < high < 0.32 and wilson(0, 20)[0] == 0.0 and wilson(20, 20)[1] == 1.0
+    lines = round_trip_lines(q, {"qa": {"enabled": True, "sample": 0.05, "gpu_sample": 1.0}})
+    text = "\n".join(lines)
+    assert "| turns heard | 36 of 46 (78.3%); speak.qa: sample 0.05, gpu_sample 1 |" in text
+    assert "answer lost (rejected after every voice) | 2 (10.0%, 95% interval 2.8%-30.1%)" in text
+    assert "p90 0.1" in text
+
+
+def test_qa_gpu_sample_draws_more_where_whisper_has_a_gpu():
+    cfg = QAConfig(enabled=True, sample=0.05, gpu_sample=1.0)
+    ids = [f"mmlu_pro-{i}-v0" for i in range(2000)]
+    on_cpu = [i for i in ids if cfg.checks(7, i)]
+    assert 0.03 < len(on_cpu) / len(ids) < 0.07 and all(cfg.checks(7, i, gpu=True) for i in ids)
+    half = QAConfig(enabled=True, sample=0.05, gpu_sample=0.5)
+    assert set(on_cpu) <= {i for i in ids if half.checks(7, i, gpu=True)}  # a larger share keeps the smaller's
+    assert (cfg.share(), cfg.share(gpu=True), QAConfig(sample=0.5).share(gpu=True)) == (0.05, 1.0, 0.0)
+    assert QAConfig(enabled=True, sample=0.2).share(gpu=True) == 0.2  # no gpu_sample: the sample everywhere
+    with pytest.raises(ValueError, match="speak.qa.gpu_sample"):
+        QAConfig(enabled=True, gpu_sample=0.0)
 
 
 def test_qa_sample_draws_dialogues_by_seed_and_the_card_says_how_many_turns_were_checked():
@@ -158,7 +195,8 @@ def test_whisper_hears_piper_and_agrees_on_word_starts():
 def test_a_dialogue_qa_sample_leaves_out_is_not_heard_and_carries_no_wer():
     """With speak.qa.sample below 1, Whisper hears (and QA checks) only the drawn dialogues: a piper
     voice times its own words, so a dialogue left out costs no Whisper pass at all."""
-    cfg = SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True, sample=0.5), workers=1)
+    cfg = SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True, sample=0.5), workers=1,
+                      answer=AnswerCheckConfig(enabled=True))
     stage = SpeakStage(cfg, RunContext(seed=3))
     ids = [f"s-{i}-v0" for i in range(40)]
     heard_id = next(i for i in ids if cfg.qa.checks(3, i))
@@ -176,6 +214,8 @@ def test_a_dialogue_qa_sample_leaves_out_is_not_heard_and_carries_no_wer():
     assert isinstance(left, RenderedDialogue) and passes == [2], passes  # no pass for the dialogue left out
     assert left.turn_wer == (None, None) and left.turn_start_error_ms == (None, None)
     assert dialogue_quality(left)["wer"] == [] and dialogue_quality(left)["turns"] == 2
+    # the answer round trip is part of QA: heard on the drawn dialogue (from QA's transcript), not on the other
+    assert checked.answer_checked and not left.answer_checked
 
 
 @pytest.mark.slow
