@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
@@ -96,7 +97,8 @@ def run_cmd(
     checkpoint: Path = typer.Argument(..., help="A `kame-data train` OUT folder, an exported folder, or a "
                                                 "model.safetensors beside its moshi_lm_kwargs.json."),
     built: Path = typer.Option(Path("out/eval"), "--built", "-b", help="The folder `eval build` wrote."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where runs/ and answers/ go (default: --built)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where runs/ and the FastChat bench folder "
+                                         "(question.jsonl, model_answer/, reference_answer/) go (default: --built)."),
     oracle: str = typer.Option("none", "--oracle", help="none (the front-end alone, Moshi-like), embedded (the "
                                                         "bundled simulator) or openai (any OpenAI-compatible server)."),
     delay: float = typer.Option(0.0, "--delay", min=0.0, help="Seconds every oracle event arrives late."),
@@ -117,9 +119,12 @@ def run_cmd(
 ) -> None:
     """The model answers every built question, turn by turn; answers go out in FastChat's format.
 
-    OUT/answers/RUN.jsonl holds what the model said (Whisper) with per-turn latency (first reply
+    OUT/model_answer/RUN.jsonl holds what the model said (Whisper) with per-turn latency (first reply
     word minus end of user speech) and whether it took the turn; with an oracle, RUN-backend.jsonl
-    holds the back-end's final text per turn. A killed run resumes from its finished questions.
+    holds the back-end's final text per turn. OUT/question.jsonl is the question file of exactly the
+    questions answered and OUT/reference_answer/gpt-4.jsonl their reference answers: OUT is a FastChat
+    bench folder, so its gen_judgment and show_result run on it unchanged. A killed run resumes from
+    its finished questions.
 
     Example:  kame-data eval run out/train/train_tiny --oracle embedded --delay 0.5
     """
@@ -163,27 +168,41 @@ def judge_cmd(
     model: str = typer.Option(..., "--model", help="The judge's model name (recorded with every judgment)."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="The judge server's URL (default: OpenAI's)."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="Environment variable holding the key."),
-    out: Path = typer.Option(Path("judgments.jsonl"), "--out", "-o", help="Where the judgments go (JSONL)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Where the judgments go (JSONL; default: "
+                                       "model_judgment/JUDGE_single.jsonl beside the answers' model_answer/ folder, "
+                                       "FastChat's layout, else ./judgments.jsonl)."),
     questions: Optional[Path] = QUESTIONS,
     categories: Optional[str] = CATEGORIES,
     all_categories: bool = typer.Option(False, "--all-categories", help="Judge all eight categories."),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="FastChat's judge_prompts.jsonl, to judge with "
                                            "its exact prompts (default: kame-data's own, same format and rules)."),
+    reference_answers: Optional[str] = typer.Option(None, "--reference-answers", help="A reference model's answers "
+                                                    "in FastChat's answer format, shown to the judge for math, "
+                                                    "reasoning and coding (default: FastChat's reference_answer/"
+                                                    "gpt-4.jsonl, shipped); 'question-file': the question file's "
+                                                    "reference field instead."),
+    strict_ratings: bool = typer.Option(False, "--strict-ratings", help="Score -1 a judgment with several ratings, "
+                                        "a rating outside 1-10 or in single brackets (FastChat keeps them as it "
+                                        "reads them; the report counts them either way)."),
     cache: Optional[Path] = typer.Option(None, "--cache", help="LLM cache (default: OUT's folder/judge_cache.sqlite); "
                                          "a rerun asks the judge nothing it already answered."),
     concurrency: int = typer.Option(16, "--concurrency", min=1, help="Judge requests in flight at once."),
 ) -> None:
     """Grade each answer turn from 1 to 10 with an LLM judge, as MT-Bench's single-answer grading does.
 
-    Temperature 0; the reference answer is shown for math, reasoning and coding; the second turn is
-    judged with both turns shown. A judgment without exactly one [[N]] in 1-10, a refusal (HTTP 400)
-    or a failure after retries is written with score -1 and its reason, and counted; the run goes on.
+    As FastChat's llm_judge scores: every answer is judged, an empty or silent one too; temperature
+    0; a reference model's answers are shown for math, reasoning and coding (FastChat's gpt-4 ones by
+    default); the second turn is judged with both turns shown; the rating is the first [[N]], else
+    the first [N], as written. Only a judgment with neither, or a judge call that failed or was
+    refused ("$ERROR$"), scores -1. Rows are FastChat's, so its show_result reads them; a sidecar
+    (.meta.json) says which reference answers were used.
 
-    Example:  kame-data eval judge out/eval/answers-*.jsonl --model gpt-4.1 -o out/eval/judgments.jsonl
+    Example:  kame-data eval judge out/eval/model_answer/*.jsonl --model gpt-4.1
     """
     from kame_data import atomic
     from kame_data.eval.answers import AnswerFileError, read_answers
-    from kame_data.eval.judge import PROMPTS, judge, load_prompts
+    from kame_data.eval.judge import PROMPTS, judge, load_prompts, load_references, reference_for, shipped_references
+    from kame_data.eval.report import meta_path
     from kame_data.llm.cache import CachedBackend, open_cache
     from kame_data.llm.config import BackendConfig, open_backend
 
@@ -191,8 +210,15 @@ def judge_cmd(
     try:
         runs = [read_answers(p) for p in answers]
         table = load_prompts(prompts) if prompts else PROMPTS
+        ref_file = None if reference_answers == "question-file" else Path(reference_answers or shipped_references())
+        references = load_references(ref_file) if ref_file is not None else None
     except (AnswerFileError, OSError, ValueError) as e:
         fail(str(e))
+    if out is None:
+        folders = {p.resolve().parent for p in answers}
+        home = next(iter(folders)) if len(folders) == 1 else None
+        out = (home.parent / "model_judgment" / f"{model.replace('/', '_')}_single.jsonl"
+               if home is not None and home.name == "model_answer" else Path("judgments.jsonl"))
     console_logging()
     backend = CachedBackend(open_backend(BackendConfig(kind="openai", model=model, base_url=base_url,
                                                        api_key_env=api_key_env, concurrency=concurrency)),
@@ -203,16 +229,26 @@ def judge_cmd(
             answered = sum(q.question_id in run for q in qs)
             typer.echo(f"judging {path}: answers to {answered} of the {len(qs)} questions"
                        + ("" if answered == len(qs) else " (only those are judged)"))
-            rows += judge(qs, run, backend, table)
+            rows += judge(qs, run, backend, table, references=references, strict=strict_ratings)
     finally:
         backend.close()
+    used: dict[str, int] = {}
+    by_id = {q.question_id: q for q in qs}
+    for r in rows:
+        if r["judge"][1].startswith("single-math"):
+            source = reference_for(by_id[r["question_id"]], references)[1]
+            used[source] = used.get(source, 0) + 1
     atomic.write_jsonl(out, rows)
+    atomic.write_json(meta_path(out), {"judge": model, "prompts": str(prompts) if prompts else "kame-data",
+                                       "strict_ratings": strict_ratings,
+                                       "references": {"file": ref_file.name if ref_file else None, "used": used}})
     dropped = [r for r in rows if r["score"] == -1]
     typer.secho(f"judgments: {out.resolve()}", fg=typer.colors.GREEN, bold=True)
-    typer.echo(f"  {len(rows) - len(dropped)} scored, {len(dropped)} dropped; {backend.calls} judge calls, "
-               f"{backend.cache_hits} from the cache")
-    for reason in sorted({r['reason'] for r in dropped}):
-        typer.echo(f"  dropped {reason}: {sum(r['reason'] == reason for r in dropped)}")
+    typer.echo(f"  {len(rows) - len(dropped)} scored, {len(dropped)} score -1 (no rating, or the judge failed); "
+               f"{backend.calls} judge calls, {backend.cache_hits} from the cache")
+    if used:
+        typer.echo("  reference answers: " + ", ".join(f"{k} {v}" for k, v in sorted(used.items()))
+                   + (f" ({ref_file.name})" if ref_file else " (the question file's reference field)"))
 
 
 @app.command("report")
@@ -231,18 +267,19 @@ def report_cmd(
     Example:  kame-data eval report out/eval/judgments.jsonl --answers out/eval/answers-*.jsonl -o out/eval/report
     """
     from kame_data.eval.answers import AnswerFileError, read_answers
-    from kame_data.eval.report import ReportError, collect, read_jsonl, write_report
+    from kame_data.eval.report import ReportError, collect, meta_path, read_jsonl, references_said, write_report
 
     qs = _questions(questions, None, True)
     try:
         rows = [r for p in judgments for r in read_jsonl(p)]
+        metas = [json.loads(meta_path(p).read_text("utf-8")) for p in judgments if meta_path(p).is_file()]
         runs_answers = {}
         for p in answers:
             a = read_answers(p)
             if a:
                 runs_answers[next(iter(a.values()))["model_id"]] = a
         runs = collect(rows, {q.question_id: q.category for q in qs}, runs_answers)
-        files = write_report(runs, out)
+        files = write_report(runs, out, references_said(metas))
     except (ReportError, AnswerFileError, OSError, ValueError, KeyError) as e:
         fail(str(e))
     typer.echo(files["markdown"].read_text("utf-8"))

@@ -1,15 +1,27 @@
-"""Single-answer grading, the way MT-Bench's judge works: a 1-10 rating written `[[N]]`, temperature 0,
-the reference answer shown for the categories that have one, the second turn judged with both turns
-shown. The prompts are ours; FastChat's own (its judge_prompts.jsonl) can be given instead.
+"""Single-answer grading exactly as FastChat's MT-Bench judge does it (fastchat/llm_judge: common.py
+`run_judge_single`, `play_a_match_single`, gen_judgment.py, show_result.py), so a score here means
+what a score there means:
 
-A judgment that is not exactly one rating from 1 to 10 is kept in the file with score -1 and the
-reason (FastChat's result tools drop score -1); a judge that refuses one question (HTTP 400) or
-fails it after its retries costs that judgment, not the run. Every judge call goes through the LLM
-cache, so a rerun asks nothing already answered.
+- every answer is judged, an empty or silent one included (a judge rates a non-answer low);
+- the rating is the first `[[N]]` in the judgment, else the first `[N]`, read as the literal it is
+  (7, or 7.5; 0 and 11 kept); only a judgment with neither scores -1, as does a judge call that
+  failed (its judgment is FastChat's "$ERROR$");
+- math, reasoning and coding are judged against a reference model's answers in FastChat's answer
+  format (its reference_answer/gpt-4.jsonl ships with kame-data), the question file's `reference`
+  field only as the fallback;
+- rows are FastChat's ({question_id, model, judge: [judge model, prompt name], user_prompt, judgment,
+  score, turn, tstamp}) and requests carry only the model, messages, temperature 0 and max tokens.
+
+What a stricter reading would refuse (several ratings, a rating outside 1-10, single brackets, none)
+is counted by the report without changing the score (`rating_flags`); `strict=True` keeps those
+refusals as scores of -1 for those who want them. The prompts are ours; FastChat's own
+(judge_prompts.jsonl) can be given instead. Every judge call goes through the LLM cache, so a rerun
+asks nothing already answered.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import time
@@ -20,14 +32,21 @@ from typing import Any
 from kame_data.eval.questions import Question
 from kame_data.llm.base import ChatBackend, ChatRequest
 
-# FastChat judges these categories against their reference answers.
+# FastChat judges these categories against their reference answers (common.py NEED_REF_CATS).
 REFERENCE_CATEGORIES = ("math", "reasoning", "coding")
+# FastChat's reference answers (fastchat/llm_judge/data/mt_bench/reference_answer/gpt-4.jsonl), shipped.
+REFERENCES_SHIPPED = "mt_bench_reference_gpt-4.jsonl"
+REFERENCES_SHA256 = "f957a5bc977badb66885ec970e6cd08527845780313f0995764260e5777b9b3f"
 JUDGE_MAX_TOKENS = 2048
-_RATING = re.compile(r"\[\[\s*(-?\d+(?:\.\d+)?)\s*\]\]")
+# FastChat's patterns (common.py one_score_pattern, one_score_pattern_backup): digits only, no sign, no
+# spaces inside the brackets.
+ONE_SCORE = re.compile(r"\[\[(\d+\.?\d*)\]\]")
+ONE_SCORE_BACKUP = re.compile(r"\[(\d+\.?\d*)\]")
+ERROR_OUTPUT = "$ERROR$"  # FastChat's judgment text when the judge API failed (API_ERROR_OUTPUT)
 
-# Reasons a judgment is dropped (its score is -1).
-NO_RATING, SEVERAL, OUT_OF_RANGE = "no_rating", "several_ratings", "out_of_range"
-REFUSED, FAILED, NO_ANSWER = "judge_refused", "judge_failed", "no_answer"
+# What the stricter reading finds in a judgment (the report counts them; `strict` scores them -1).
+NO_RATING, SEVERAL, OUT_OF_RANGE, SINGLE_BRACKET = "no_rating", "several_ratings", "out_of_range", "single_bracket"
+JUDGE_ERROR = "judge_error"
 
 
 @dataclass(frozen=True)
@@ -79,42 +98,89 @@ def load_prompts(path: str | Path) -> dict[str, JudgePrompt]:
     return {name: out[name] for name in PROMPTS}
 
 
-def parse_rating(judgment: str) -> tuple[float, str]:
-    """(score, '') for exactly one rating in 1-10 (repeated ratings of the same value count once),
-    else (-1, reason)."""
-    found = {float(m) for m in _RATING.findall(judgment or "")}
-    if not found:
-        return -1.0, NO_RATING
-    if len(found) > 1:
-        return -1.0, SEVERAL
-    score = found.pop()
-    if not 1.0 <= score <= 10.0:
-        return -1.0, OUT_OF_RANGE
-    return score, ""
+def parse_rating(judgment: str) -> int | float:
+    """FastChat's reading: the first `[[N]]`, else the first `[N]`, as its literal; -1 with neither."""
+    match = ONE_SCORE.search(judgment or "") or ONE_SCORE_BACKUP.search(judgment or "")
+    return ast.literal_eval(match.group(1)) if match else -1
 
 
-def prompt_for(q: Question, turn: int, answers: list[str], prompts: dict[str, JudgePrompt]) -> tuple[JudgePrompt, str]:
+def rating_flags(judgment: str) -> list[str]:
+    """What a stricter reading than FastChat's finds in a judgment: no rating, a judge error, several
+    different `[[N]]`, a rating outside 1-10, a rating in single brackets only."""
+    if judgment == ERROR_OUTPUT:
+        return [JUDGE_ERROR]
+    doubles = {ast.literal_eval(m) for m in ONE_SCORE.findall(judgment or "")}
+    flags = [SEVERAL] if len(doubles) > 1 else []
+    if not doubles:
+        if not ONE_SCORE_BACKUP.search(judgment or ""):
+            return [NO_RATING]
+        flags.append(SINGLE_BRACKET)
+    score = parse_rating(judgment)
+    if not 1 <= score <= 10:
+        flags.append(OUT_OF_RANGE)
+    return flags
+
+
+def strict_rating(judgment: str) -> int | float:
+    """The stricter reading: exactly one rating, in double brackets, within 1-10; else -1."""
+    return -1 if rating_flags(judgment) else parse_rating(judgment)
+
+
+References = dict[int, tuple[str, ...]]  # question id -> a reference model's answer per turn
+
+
+def load_references(path: str | Path) -> References:
+    """A reference model's answers in FastChat's answer format (its reference_answer/gpt-4.jsonl)."""
+    from kame_data.eval.answers import read_answers
+
+    return {qid: tuple(row["choices"][0]["turns"]) for qid, row in read_answers(path).items()}
+
+
+def shipped_references() -> Path:
+    """FastChat's reference answers (reference_answer/gpt-4.jsonl), shipped with kame-data and checked
+    against their recorded checksum (kame_data/eval/data/README.md)."""
+    return _checked(REFERENCES_SHIPPED, REFERENCES_SHA256)
+
+
+def reference_for(q: Question, references: References | None) -> tuple[tuple[str, ...], str]:
+    """The reference answers a judge sees for `q`, and where they come from: the reference file
+    (`file`), the question file's `reference` field (`question_file`), or none (a category FastChat
+    judges without one, `none`)."""
+    if q.category not in REFERENCE_CATEGORIES:
+        return (), "none"
+    if references is not None and q.question_id in references:
+        return references[q.question_id], "file"
+    return (q.reference, "question_file") if q.reference else ((), "none")
+
+
+def prompt_for(q: Question, turn: int, answers: list[str], prompts: dict[str, JudgePrompt],
+               references: References | None = None) -> tuple[JudgePrompt, str]:
     """The prompt that judges turn `turn` (1 or 2) of `answers` to `q`, and its text."""
-    ref = q.category in REFERENCE_CATEGORIES and len(q.reference) >= turn
+    reference, _ = reference_for(q, references)
+    ref = len(reference) >= turn
     name = ("single-math-v1" if ref else "single-v1") + ("-multi-turn" if turn == 2 else "")
     p = prompts[name]
+    said = list(answers) + [""] * (turn - len(answers))  # a turn never answered is judged as empty
     if turn == 1:
-        fields = {"question": q.turns[0], "answer": answers[0]}
+        fields = {"question": q.turns[0], "answer": said[0]}
     else:
-        fields = {"question_1": q.turns[0], "answer_1": answers[0], "question_2": q.turns[1], "answer_2": answers[1]}
+        fields = {"question_1": q.turns[0], "answer_1": said[0], "question_2": q.turns[1], "answer_2": said[1]}
     if ref:
-        fields.update({f"ref_answer_{i + 1}": r for i, r in enumerate(q.reference[:2])})
+        fields.update({f"ref_answer_{i + 1}": r for i, r in enumerate(reference[:2])})
     return p, p.template.format(**fields)
 
 
 def judge(questions: list[Question], answers: dict[int, dict[str, Any]], backend: ChatBackend,
-          prompts: dict[str, JudgePrompt] = PROMPTS, turns: tuple[int, ...] = (1, 2)) -> list[dict[str, Any]]:
+          prompts: dict[str, JudgePrompt] = PROMPTS, turns: tuple[int, ...] = (1, 2),
+          references: References | None = None, strict: bool = False) -> list[dict[str, Any]]:
     """FastChat single-judgment rows ({question_id, model, judge: [judge model, prompt], user_prompt,
-    judgment, score, turn, tstamp}) for every turn of the questions `answers` holds, plus `reason`
-    where score is -1 (an empty answer to a turn is `no_answer`). One batch: a remote judge works on
-    many at once (its client bounds how many)."""
-    rows, requests, slots = [], [], []
+    judgment, score, turn, tstamp}) for every turn of the questions `answers` holds, an empty answer
+    judged like any other. A judge call that failed after its retries, or that the service refused,
+    is FastChat's "$ERROR$" judgment with score -1. `strict`: score -1 where rating_flags finds
+    anything. One batch: a remote judge works on many at once (its client bounds how many)."""
+    rows, requests = [], []
     model_id = next((a["model_id"] for a in answers.values()), "")
+    read = strict_rating if strict else parse_rating
     for q in questions:
         row = answers.get(q.question_id)
         if row is None:
@@ -122,23 +188,26 @@ def judge(questions: list[Question], answers: dict[int, dict[str, Any]], backend
         for turn in turns:
             if turn > len(q.turns):
                 continue
-            base = {"question_id": q.question_id, "model": model_id, "turn": turn}
-            said = row["choices"][0]["turns"]
-            if len(said) < turn or not all(s.strip() for s in said[:turn]):
-                rows.append({**base, "judge": [backend.model, ""], "user_prompt": "", "judgment": "", "score": -1.0,
-                             "reason": NO_ANSWER, "tstamp": time.time()})
-                continue
-            p, text = prompt_for(q, turn, said, prompts)
-            slots.append(len(rows))
-            rows.append({**base, "judge": [backend.model, p.name], "user_prompt": text})
+            p, text = prompt_for(q, turn, row["choices"][0]["turns"], prompts, references)
+            rows.append({"question_id": q.question_id, "model": model_id, "judge": [backend.model, p.name],
+                         "user_prompt": text, "turn": turn})
             requests.append(ChatRequest(messages=(("system", p.system), ("user", text)), max_tokens=JUDGE_MAX_TOKENS,
-                                        temperature=0.0, seed=0, item=f"{model_id}/{q.question_id}/{turn}"))
-    for at, res in zip(slots, backend.complete(requests)):
-        if res.refused:
-            score, reason, said = -1.0, REFUSED, res.refusal
-        elif res.error:
-            score, reason, said = -1.0, FAILED, res.detail or res.error
-        else:
-            (score, reason), said = parse_rating(res.text), res.text
-        rows[at].update({"judgment": said, "score": score, "tstamp": time.time(), **({"reason": reason} if reason else {})})
-    return rows
+                                        temperature=0.0, seed=None, item=f"{model_id}/{q.question_id}/{turn}"))
+    out = []
+    for row, res in zip(rows, backend.complete(requests)):
+        said = ERROR_OUTPUT if res.refused or res.error else res.text
+        out.append({**{k: row[k] for k in ("question_id", "model", "judge", "user_prompt")}, "judgment": said,
+                    "score": -1 if said == ERROR_OUTPUT else read(said), "turn": row["turn"], "tstamp": time.time()})
+    return out
+
+
+def _checked(name: str, sha256: str) -> Path:
+    import hashlib
+    from importlib import resources
+
+    path = Path(str(resources.files("kame_data.eval.data").joinpath(name)))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise ValueError(f"{path}: checksum {digest[:12]}… is not the shipped file's ({sha256[:12]}…); reinstall "
+                         "kame-data or pass --reference-answers")
+    return path

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kame_data import atomic
+from kame_data.eval.judge import JUDGE_ERROR, NO_RATING, OUT_OF_RANGE, SEVERAL, SINGLE_BRACKET, rating_flags
 
 # The KAME paper's spoken MT-Bench figures (reasoning, STEM and humanities; its own judge), overall only.
 PAPER = (("Moshi (paper)", 2.05, None), ("KAME + gpt-4.1 (paper)", 6.43, None),
@@ -26,15 +27,26 @@ class ReportError(ValueError):
     """Judgments that cannot go in one report (for example, two judges); the message says which."""
 
 
+# What the report counts beside the scores, per model and category (FastChat scores them all as it reads them).
+FINDINGS = ("empty_answer", "silent_answer", SEVERAL, OUT_OF_RANGE, SINGLE_BRACKET, NO_RATING, JUDGE_ERROR)
+
+
 @dataclass
 class RunScores:
     model: str
     judge: str
     by_category: dict[str, list[float]] = field(default_factory=dict)
-    dropped: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # score -1 (FastChat leaves them out of the mean), by why
+    # category -> finding -> turns: empty or silent answers (from the answer files), and what a stricter
+    # reading of the ratings finds (judge.rating_flags), none of which changes the score
+    findings: dict[str, dict[str, int]] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)  # first reply word - end of user speech, per turn
     took_turn: list[bool] = field(default_factory=list)
     oracle_latency: float | None = None  # the run's oracle delay setting (s), when it had one
+
+    def count(self, category: str, finding: str) -> None:
+        by = self.findings.setdefault(category, {})
+        by[finding] = by.get(finding, 0) + 1
 
     @property
     def scores(self) -> list[float]:
@@ -68,18 +80,28 @@ def collect(judgments: list[dict[str, Any]], categories: dict[int, str],
     runs: dict[str, RunScores] = {}
     for j in judgments:
         run = runs.setdefault(j["model"], RunScores(j["model"], j["judge"][0]))
-        if j.get("score", -1) == -1:
-            reason = j.get("reason", "no_rating")
+        category = categories.get(j["question_id"], "other")
+        flags = rating_flags(j.get("judgment", ""))
+        for flag in flags:
+            run.count(category, flag)
+        if j.get("score", -1) == -1:  # as show_result: out of the mean
+            reason = flags[0] if flags and flags[0] in (NO_RATING, JUDGE_ERROR) else "strict_ratings"
             run.dropped[reason] = run.dropped.get(reason, 0) + 1
             continue
-        run.by_category.setdefault(categories.get(j["question_id"], "other"), []).append(float(j["score"]))
+        run.by_category.setdefault(category, []).append(float(j["score"]))
     for model, rows in (answers or {}).items():
         run = runs.get(model)
         if run is None:
             continue
         for row in rows.values():
             extra = row.get("kame") or {}
+            category = categories.get(row["question_id"], "other")
+            for k, said in enumerate(row["choices"][0]["turns"]):
+                if not said.strip():
+                    run.count(category, "empty_answer")
             for t in extra.get("turns", []):
+                if not t.get("took_turn", True):
+                    run.count(category, "silent_answer")
                 run.took_turn.append(bool(t.get("took_turn")))
                 if t.get("latency") is not None:
                     run.latencies.append(float(t["latency"]))
@@ -105,13 +127,33 @@ def table(runs: list[RunScores]) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
-def markdown(runs: list[RunScores]) -> str:
+def findings_table(runs: list[RunScores]) -> tuple[list[str], list[list[str]]]:
+    """Per model and category, the turns of each finding (FINDINGS): what FastChat scores as it reads it."""
+    head = ["run", "category", *[f.replace("_", " ") for f in FINDINGS]]
+    body = [[r.model, c, *[str(r.findings[c].get(f, 0)) for f in FINDINGS]]
+            for r in runs for c in sorted(r.findings) if any(r.findings[c].values())]
+    return head, body
+
+
+def _md(head: list[str], body: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(row) + " |" for row in body]
+
+
+def markdown(runs: list[RunScores], references: str = "") -> str:
     head, body = table(runs)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
     judge = runs[0].judge if runs else ""
-    return (f"Judge: `{judge}` (1-10, single-answer grading). Paper rows: the KAME paper's published overall "
-            "scores, from its own judge: a shape to compare with, not the same scale.\n\n" + "\n".join(lines) + "\n")
+    text = (f"Judge: `{judge}` (1-10, single-answer grading, scored as FastChat's llm_judge scores: every answer "
+            "judged, the first [[N]] or else [N] taken as written; the mean leaves out only score -1). Paper rows: the "
+            "KAME paper's published overall scores, from its own judge: a shape to compare with, not the same scale.")
+    if references:
+        text += f" Reference answers: {references}."
+    lines = [text, "", *_md(head, body)]
+    fhead, fbody = findings_table(runs)
+    if fbody:
+        lines += ["", "Counted, not changing the score (turns): empty answers and silent ones (the model never took "
+                  "the turn) are judged like any other; ratings a stricter reading would refuse are kept as FastChat "
+                  "reads them.", "", *_md(fhead, fbody)]
+    return "\n".join(lines) + "\n"
 
 
 def plot(runs: list[RunScores], path: Path) -> Path:
@@ -145,15 +187,17 @@ def plot(runs: list[RunScores], path: Path) -> Path:
     return path
 
 
-def write_report(runs: list[RunScores], out: Path) -> dict[str, Path]:
-    """OUT/report.md, OUT/score_vs_latency.png and OUT/report.html (the table and the plot)."""
+def write_report(runs: list[RunScores], out: Path, references: str = "") -> dict[str, Path]:
+    """OUT/report.md, OUT/score_vs_latency.png and OUT/report.html (the table and the plot).
+    `references`: which reference answers the judge saw (the judge's sidecar, `judge_meta`)."""
     if not runs:
         raise ReportError("no judgments to report")
     out.mkdir(parents=True, exist_ok=True)
-    md = markdown(runs)
+    md = markdown(runs, references)
     atomic.write_text(out / "report.md", md)
     png = plot(runs, out / "score_vs_latency.png")
     head, body = table(runs)
+    fhead, fbody = findings_table(runs)
     cells = lambda row, tag: "".join(f"<{tag}>{html.escape(c)}</{tag}>" for c in row)  # noqa: E731
     rows = "\n".join(f"<tr>{cells(r, 'td')}</tr>" for r in body)
     img = base64.b64encode(png.read_bytes()).decode("ascii")
@@ -163,7 +207,30 @@ def write_report(runs: list[RunScores], out: Path) -> dict[str, Path]:
             f"</head><body><h1>Spoken MT-Bench</h1><p>Judge: <code>{html.escape(runs[0].judge)}</code>. "
             "Paper rows are the KAME paper's published overall scores from its own judge.</p>"
             f"<table><tr>{cells(head, 'th')}</tr>\n{rows}</table>"
+            + (f"<p>Reference answers: {html.escape(references)}.</p>" if references else "")
+            + (f"<h2>Counted, not changing the score (turns)</h2><table><tr>{cells(fhead, 'th')}</tr>\n"
+               + "\n".join(f"<tr>{cells(r, 'td')}</tr>" for r in fbody) + "</table>" if fbody else "")
+            + 
             f"<h2>Score against oracle latency</h2><img alt='score against oracle latency' "
             f"src='data:image/png;base64,{img}'></body></html>\n")
     atomic.write_text(out / "report.html", page)
     return {"markdown": out / "report.md", "png": png, "html": out / "report.html"}
+
+
+def meta_path(judgments: Path) -> Path:
+    """The sidecar `eval judge` writes beside a judgment file: the judge's settings FastChat's rows
+    have no field for (which reference answers it saw, strict ratings or not)."""
+    return Path(judgments).with_suffix(".meta.json")
+
+
+def references_said(metas: list[dict[str, Any]]) -> str:
+    """One phrase for the report: which reference answers the judge saw, and for how many judgments."""
+    parts = []
+    for m in metas:
+        r = m.get("references") or {}
+        used = r.get("used") or {}
+        said = [f"{r.get('file', 'a reference file')} for {used['file']}" if used.get("file") else "",
+                f"the question file's reference field (the fallback) for {used['question_file']}"
+                if used.get("question_file") else ""]
+        parts += [p for p in said if p]
+    return "; ".join(dict.fromkeys(parts)) + (" judgments" if parts else "")

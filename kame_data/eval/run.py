@@ -247,9 +247,31 @@ def run_eval(checkpoint: Path, built: Path, out: Path, cfg: EvalRunConfig,
                           extra={**extra, "turns": [{"latency": t["latency"], "took_turn": t["took_turn"]}
                                                     for t in r["turns"]]})
             for qid, r in sorted(results.items())]
-    files = {"answers": write_answers(Path(out) / "answers" / f"{rid}.jsonl", rows)}
+    files = {"answers": write_answers(Path(out) / ANSWERS / f"{rid}.jsonl", rows)}
     if cfg.oracle != "none":
         finals = [answer_record(qid, f"{rid}-backend", [t["oracle_final"] for t in r["turns"]], extra=extra)
                   for qid, r in sorted(results.items())]
-        files["backend"] = write_answers(Path(out) / "answers" / f"{rid}-backend.jsonl", finals)
+        files["backend"] = write_answers(Path(out) / ANSWERS / f"{rid}-backend.jsonl", finals)
+    return {**files, **fastchat_folder(questions, Path(out))}
+
+
+ANSWERS = "model_answer"  # FastChat's bench-folder layout: question.jsonl, model_answer/, reference_answer/
+
+
+def fastchat_folder(questions: list[dict], out: Path) -> dict[str, Path]:
+    """OUT as a FastChat bench folder (fastchat/llm_judge/data/BENCH): the question file of exactly
+    the questions answered (a subset run too, so FastChat's check_data finds every answer) and the
+    shipped reference answers for them, so its gen_judgment and show_result run on OUT unchanged."""
+    from kame_data.eval.answers import read_answers
+    from kame_data.eval.judge import shipped_references
+
+    asked = [{"question_id": q["question_id"], "category": q["category"], "turns": [t["text"] for t in q["turns"]],
+              **({"reference": list(q["reference"])} if q.get("reference") else {})} for q in questions]
+    ids = {q["question_id"] for q in asked}
+    refs = [row for qid, row in sorted(read_answers(shipped_references()).items()) if qid in ids]
+    atomic.write_jsonl(out / "question.jsonl", asked)
+    files = {"questions": out / "question.jsonl"}
+    if refs:
+        atomic.write_jsonl(out / "reference_answer" / "gpt-4.jsonl", refs)
+        files["references"] = out / "reference_answer" / "gpt-4.jsonl"
     return files

@@ -14,7 +14,7 @@ class ChatRequest:
     messages: tuple[tuple[str, str], ...]  # (role, content)
     max_tokens: int = 48
     temperature: float = 0.7
-    seed: int = 0
+    seed: int | None = 0  # None: no seed is sent (an MT-Bench judge request carries FastChat's fields only)
     # The first words of the answer, written for the model (a prefilled reply it continues); only
     # sent to backends with `prefill = True`, and part of the answer they return.
     reply_start: str = ""

@@ -236,7 +236,8 @@ class OpenAIBackend(ChatBackend):
                         # client's own timeout applies per read, which a trickling server never trips.
                         resp = await asyncio.wait_for(client.chat.completions.create(
                             model=self.model, messages=req.as_openai_messages(), max_tokens=req.max_tokens,
-                            temperature=req.temperature, seed=req.seed), min(self.timeout, left))
+                            temperature=req.temperature, **({} if req.seed is None else {"seed": req.seed})),
+                            min(self.timeout, left))
                         text = resp.choices[0].message.content or ""
                         usage = resp.usage
                         pt = int(getattr(usage, "prompt_tokens", 0) or 0)

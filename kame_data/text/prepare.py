@@ -18,7 +18,7 @@ _CIRCLED = {chr(0x2460 + i): i + 1 for i in range(20)}
 _CIRCLED.update({chr(0x3251 + i): i + 21 for i in range(15)})
 _ABBREVIATIONS = {
     "e.g.": "for example", "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "approx.": "approximately",
-    "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "No.": "number", "Fig.": "figure",
+    "Dr.": "Doctor", "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Fig.": "figure",
     "Ph.D.": "P H D", "cf.": "compare", "et al.": "and others",
 }
 
@@ -203,8 +203,13 @@ def _initialism(m: re.Match) -> str:
     return letters + ("." if not rest.strip() or _OPENS_SENTENCE.match(rest) else "")
 
 
+# "No." is "number" only before one ("No. 5"); elsewhere it is the word no ("It's F, No.", an MMLU-Pro option).
+_NUMBER_SIGN_RE = re.compile(r"(?<![A-Za-z])No\.(?=\s*\d)")
+
+
 def abbreviations(text: str) -> str:
     text = _ABBREVIATION_RE.sub(lambda m: _ABBREVIATIONS[m.group(0)], text)
+    text = _NUMBER_SIGN_RE.sub("number", text)
     return _INITIALISM_RE.sub(_initialism, text)
 
 

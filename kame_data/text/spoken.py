@@ -47,7 +47,8 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # plus seventeen s", where its neighbours say so, else seconds; a unit with an SI prefix is one word,
 # "kilovolts", not "kilo volts", and "74 pm" is seventy four picometers, not a time; an area or volume of a
 # length unit is "square feet", "cubic centimeters"; two bracketed sums side by side multiply, "(x-y)(x+y)").
-SPOKEN_VERSION = "11"
+# 12: "No." is "number" only before a numeral ("It's F, No." said "number" and lost MMLU-Pro 7380's answer).
+SPOKEN_VERSION = "12"
 
 
 @lru_cache(maxsize=8192)

@@ -183,7 +183,8 @@ def units(text: str) -> str:
     # group 4: the full stop of an abbreviated unit inside a sentence ("100 ml. of a solution")
     # group 1: the value with its sign, glued ('-3/4 in') or spaced where nothing precedes it ('= - 5 m')
     text = re.sub(rf"(?<![\d/])((?:-|(?<![\w.)])-\s)?(?:{VALUE}))(?:\s*|-)({alt})(?:/({alt}|[a-z]+))?(?![A-Za-z0-9°])(\.(?=\s+[a-z]))?", unit, text)
-    return bare_units(text)
+    # an area the unit pass did not take ('0/0/0m squared': m a variable there) says its power again
+    return bare_units(text.replace("²", " squared").replace("³", " cubed"))
 
 
 # Unit symbols that are never words, said in full without a number: 'in °C', 'measured in Å'.

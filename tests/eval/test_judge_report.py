@@ -13,7 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kame_data.eval.answers import AnswerFileError, answer_record, read_answers, write_answers
-from kame_data.eval.judge import NO_RATING, OUT_OF_RANGE, SEVERAL, parse_rating, prompt_for, PROMPTS
+from kame_data.eval.judge import (
+    JUDGE_ERROR,
+    NO_RATING,
+    OUT_OF_RANGE,
+    PROMPTS,
+    SEVERAL,
+    SINGLE_BRACKET,
+    load_references,
+    parse_rating,
+    prompt_for,
+    rating_flags,
+    shipped_references,
+    strict_rating,
+)
 from kame_data.eval.questions import PAPER_CATEGORIES, QuestionError, load_questions, shipped_questions
 from kame_data.eval.report import ReportError, collect
 from tests.loopback_server import LoopbackServer, refusal
@@ -52,25 +65,45 @@ def test_a_bad_question_file_names_its_line(tmp_path, line, says):
         load_questions(path, None)
 
 
-@pytest.mark.parametrize("text, score, reason", [
-    ("Good answer. Rating: [[8]]", 8.0, ""),
-    ("Rating: [[7.5]]", 7.5, ""),
-    ("[[6]] ... to repeat, [[6]]", 6.0, ""),
-    ("I would give it an 8.", -1.0, NO_RATING),
-    ("Rating: [8]", -1.0, NO_RATING),
-    ("Either [[3]] or [[9]]", -1.0, SEVERAL),
-    ("Rating: [[11]]", -1.0, OUT_OF_RANGE),
-    ("Rating: [[0]]", -1.0, OUT_OF_RANGE),
-    ("", -1.0, NO_RATING),
+# FastChat's reading (fastchat/llm_judge/common.py, run_judge_single): re.search for [[N]] with
+# r"\[\[(\d+\.?\d*)\]\]", else [N] with r"\[(\d+\.?\d*)\]", then ast.literal_eval of the group; -1 with
+# neither. The expected scores below are what those two lines give, worked out by hand.
+@pytest.mark.parametrize("text, score, flags", [
+    ("Good answer. Rating: [[8]]", 8, []),
+    ("Rating: [[7.5]]", 7.5, []),
+    ("Rating: [[7.]]", 7.0, []),  # literal_eval("7.") is the float 7.0
+    ("[[6]] ... to repeat, [[6]]", 6, []),
+    ("Either [[3]] or [[9]]", 3, [SEVERAL]),  # the first
+    ("Rating: [8]", 8, [SINGLE_BRACKET]),  # the backup pattern
+    ("[8] first, then Rating: [[5]]", 5, []),  # [[N]] is looked for first, anywhere
+    ("Rating: [[11]]", 11, [OUT_OF_RANGE]),  # kept
+    ("Rating: [[0]]", 0, [OUT_OF_RANGE]),
+    ("Rating: [[ 7 ]]", -1, [NO_RATING]),  # no spaces in either pattern
+    ("Rating: [[-3]]", -1, [NO_RATING]),  # no sign either
+    ("I would give it an 8.", -1, [NO_RATING]),
+    ("", -1, [NO_RATING]),
+    ("$ERROR$", -1, [JUDGE_ERROR]),
 ])
-def test_ratings_are_parsed_or_dropped_with_their_reason(text, score, reason):
-    assert parse_rating(text) == (score, reason)
+def test_ratings_are_read_as_fastchat_reads_them(text, score, flags):
+    got = parse_rating(text)
+    assert got == score and type(got) is type(score)
+    assert rating_flags(text) == flags
+    assert strict_rating(text) == (score if not flags else -1)
 
 
-@given(st.text(max_size=200))
-def test_any_judgment_gives_a_score_in_range_or_a_reason(text):
-    score, reason = parse_rating(text)
-    assert (1.0 <= score <= 10.0 and reason == "") or (score == -1.0 and reason in (NO_RATING, SEVERAL, OUT_OF_RANGE))
+def _fastchat_reading(judgment: str):
+    """FastChat's two lines, written out plainly."""
+    import ast
+
+    match = re.search(r"\[\[(\d+\.?\d*)\]\]", judgment) or re.search(r"\[(\d+\.?\d*)\]", judgment)
+    return ast.literal_eval(match.groups()[0]) if match else -1
+
+
+@given(st.text(alphabet=st.sampled_from("[]0123456789. -Rating:x"), max_size=40) | st.text(max_size=80))
+def test_any_judgment_scores_as_fastchat_and_strict_only_refuses(text):
+    assert parse_rating(text) == _fastchat_reading(text)
+    assert strict_rating(text) in (-1, parse_rating(text))
+    assert (strict_rating(text) == -1) == bool(rating_flags(text)) or parse_rating(text) == -1
 
 
 def test_the_second_turn_is_judged_with_both_turns_and_references_where_the_category_has_them():
@@ -137,14 +170,22 @@ def test_judge_and_report_over_a_loopback_judge(tmp_path):
         assert again.returncode == 0, again.stderr
         assert srv.calls == calls + 2  # only the refused question's two turns are asked again: the rest is cached
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == 2 * (29 + 30) and all(FASTCHAT_JUDGMENT_KEYS <= set(r) for r in rows)
-    reasons = {(r["model"], r["question_id"], r["turn"]): r.get("reason") for r in rows if r["score"] == -1}
-    # A marker in the first answer reaches the second turn's prompt too (both turns are shown).
-    expected = {0: "no_rating", 1: "several_ratings", 2: "out_of_range", 3: "judge_refused"}
-    assert reasons == {**{("tiny-none", qs[k].question_id, turn): why for k, why in expected.items() for turn in (1, 2)},
-                       ("tiny-none", qs[4].question_id, 2): "no_answer"}  # an empty second answer
-    assert all(r["judge"][0] == "loopback-judge" for r in rows)
-    assert re.search(r"109 scored, 9 dropped", again.stdout) and "dropped judge_refused: 2" in again.stdout
+    assert len(rows) == 2 * (29 + 30) and all(set(r) == FASTCHAT_JUDGMENT_KEYS for r in rows)  # FastChat's rows
+    scores = {(r["model"], r["question_id"], r["turn"]): r["score"] for r in rows}
+    # A marker in the first answer reaches the second turn's prompt too (both turns are shown): FastChat's reading
+    # keeps the first of two ratings and an 11; no rating, or a refused call ("$ERROR$"), is -1
+    for turn in (1, 2):
+        assert scores[("tiny-none", qs[0].question_id, turn)] == -1
+        assert scores[("tiny-none", qs[1].question_id, turn)] == 2
+        assert scores[("tiny-none", qs[2].question_id, turn)] == 11
+        assert scores[("tiny-none", qs[3].question_id, turn)] == -1
+    refused = next(r for r in rows if r["question_id"] == qs[3].question_id and r["model"] == "tiny-none")
+    assert refused["judgment"] == "$ERROR$"
+    empty = next(r for r in rows if r["question_id"] == qs[4].question_id and r["turn"] == 2 and r["model"] == "tiny-none")
+    assert 3 <= empty["score"] <= 7 and empty["user_prompt"].endswith("[Assistant]\n\n")  # judged like any answer
+    assert all(r["judge"][0] == "loopback-judge" and r["judge"][1].startswith("single-") for r in rows)
+    assert all(isinstance(r["score"], int) for r in rows)  # the literal, as FastChat writes it
+    assert re.search(r"114 scored, 4 score -1", again.stdout)
     assert "answers to 29 of the 30 questions (only those are judged)" in again.stdout
 
     report = _cli("report", str(out), "--answers", str(front), "--answers", str(oracle), "-o", str(tmp_path / "rep"))
@@ -157,6 +198,56 @@ def test_judge_and_report_over_a_loopback_judge(tmp_path):
     line = next(ln for ln in report.stdout.splitlines() if ln.startswith("| tiny-none |"))
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert cells[-3:] == ["0.10", "0.40", "100%"]  # latency median, p90 (negative ones kept), took turn
+    # the mean is show_result's: every score but -1, the 11 included
+    kept = [r["score"] for r in rows if r["model"] == "tiny-none" and r["score"] != -1]
+    assert f"{sum(kept) / len(kept):.2f}" in cells
+    # counted, not changing the score: per model and category
+    found = {}
+    for ln in report.stdout.splitlines():
+        c = [x.strip() for x in ln.strip("|").split("|")]
+        if len(c) == 9 and c[0] in ("tiny-none", "tiny-oracle-0.5") and c[1] in PAPER_CATEGORIES:
+            found[(c[0], c[1])] = list(map(int, c[2:]))
+    totals = {m: [sum(v[i] for (mm, _), v in found.items() if mm == m) for i in range(7)]
+              for m in ("tiny-none", "tiny-oracle-0.5")}
+    # empty, silent, several, out of 1-10, single bracket, no rating, judge error
+    assert totals["tiny-none"] == [1, 0, 2, 2, 0, 2, 2]
+    assert totals["tiny-oracle-0.5"] == [0, 30, 0, 0, 0, 0, 0]  # it never took the second turn
+    assert "Reference answers: mt_bench_reference_gpt-4.jsonl for" in report.stdout
+
+
+def test_reference_answers_come_from_a_fastchat_answer_file_and_the_fallback_is_named(tmp_path):
+    """FastChat judges math, reasoning and coding against a reference model's answers (its
+    reference_answer/gpt-4.jsonl, shipped): every such prompt carries that file's answer, not the
+    question file's reference; with --reference-answers question-file the report names the fallback."""
+    qs = load_questions(shipped_questions())
+    refs = load_references(shipped_references())
+    reasoning = [q for q in qs if q.category == "reasoning"]
+    assert all(q.question_id in refs for q in reasoning)
+    assert any(refs[q.question_id][0] != q.reference[0] for q in reasoning)  # the two texts differ
+    for q in reasoning:
+        _, text = prompt_for(q, 1, ["an answer"], PROMPTS, refs)
+        assert refs[q.question_id][0] in text
+        _, text = prompt_for(q, 2, ["one", "two"], PROMPTS, refs)
+        assert refs[q.question_id][0] in text and refs[q.question_id][1] in text
+    answers = write_answers(tmp_path / "model_answer" / "m.jsonl",
+                            [answer_record(q.question_id, "m", ["one", "two"]) for q in reasoning[:2]])
+    with LoopbackServer(reply=lambda messages, asked: "Rating: [[5]]") as srv:
+        shipped = _cli("judge", str(answers), "--model", "j", "--base-url", srv.base_url)
+        assert shipped.returncode == 0, shipped.stderr
+        judged = tmp_path / "model_judgment" / "j_single.jsonl"  # FastChat's layout, by default
+        rows = [json.loads(line) for line in judged.read_text().splitlines()]
+        assert {r["judge"][1] for r in rows} == {"single-math-v1", "single-math-v1-multi-turn"}
+        assert all(refs[r["question_id"]][0] in r["user_prompt"] for r in rows)
+        fallback = _cli("judge", str(answers), "--model", "j", "--base-url", srv.base_url, "--reference-answers",
+                        "question-file", "-o", str(tmp_path / "fallback.jsonl"))
+        assert fallback.returncode == 0, fallback.stderr
+    rows = [json.loads(line) for line in (tmp_path / "fallback.jsonl").read_text().splitlines()]
+    by_id = {q.question_id: q for q in reasoning}
+    assert all(by_id[r["question_id"]].reference[0] in r["user_prompt"] for r in rows)
+    report = _cli("report", str(tmp_path / "fallback.jsonl"), "-o", str(tmp_path / "rep"))
+    assert "the question file's reference field (the fallback) for 4 judgments" in report.stdout
+    report = _cli("report", str(judged), "-o", str(tmp_path / "rep2"))
+    assert "Reference answers: mt_bench_reference_gpt-4.jsonl for 4 judgments" in report.stdout
 
 
 def test_the_second_turn_of_a_special_question_still_judges():

@@ -244,6 +244,13 @@ RULES = {
          "It weighs five kilograms; the five kilograms of rice cost twelve dollars."),
         ("The room measures 3 m × 4 m.", "The room measures three meters by four meters."),
     ],
+    # "No." is the number sign only before a numeral; as an answer it is the word no
+    "number_sign": [
+        ("I'd go with F, No.", "I'd go with F, No."),  # MMLU-Pro test 7380: the option "No" (answer F)
+        ("It is in Box No. 12.", "It is in Box number twelve."),
+        ("See No.3 and No. 4.", "See number three and number four."),
+        ("No. Not at all.", "No. Not at all."),
+    ],
 }
 CASES = [(rule, display, spoken) for rule, cases in RULES.items() for display, spoken in cases]
 

@@ -56,6 +56,13 @@ def test_any_text_is_spoken_without_digits_or_symbols(text):
 SENTENCE_END_THEN_COMMA = re.compile(r"(?:[?!]|[A-Za-z]{2}\.)\s*[,;:]")
 
 
+def test_an_area_the_unit_pass_leaves_says_its_power():
+    """Found by the generator above: a length glued to a number after a run of slashes ('0/0/0m²') is a
+    variable there, and its area sign stayed a symbol; now its power is said."""
+    spoken = to_spoken("the0km/hthethethethethethethe0/0/0m²")
+    assert unspoken(spoken) == "" and spoken.endswith("zero over zero over zero m squared")
+
+
 @pytest.mark.parametrize("display,spoken", [
     # MMLU-Pro test row 4778 (a quotation, then its author on the next line after a dash)
     ("the fruits of his ancestors.\n—Alfred Crosby, historian", "the fruits of his ancestors. Alfred Crosby, historian"),
