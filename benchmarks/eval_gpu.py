@@ -73,7 +73,7 @@ def main() -> None:
         spent = run("run", args.checkpoint, "--built", str(built), "-o", args.out, "--oracle", oracle,
                     "--device", args.device, "--name", rid, *extra)
         print(f"eval run --oracle {oracle} on {args.device}: {spent:.0f} s, {spent / n:.1f} s per question; "
-              f"{figures(Path(args.out) / 'answers' / f'{rid}.jsonl')}")
+              f"{figures(Path(args.out) / 'model_answer' / f'{rid}.jsonl')}")
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ from kame_data.cli.common import console_logging, fail
 app = typer.Typer(
     help=("The paper's spoken MT-Bench evaluation: judge a model's answers with any OpenAI-compatible judge "
           "and report the scores per category, with latency, beside the paper's figures.\n\n"
-          "Answer files are FastChat `model_answer` JSONL (one line per question); judgments are FastChat "
-          "single-grading JSONL (score -1 for a dropped judgment, with its reason)."),
+          "An `eval run` folder is a FastChat bench folder (question.jsonl, model_answer/, reference_answer/); "
+          "judgments are FastChat single-grading JSONL, scored as FastChat's llm_judge scores them."),
     no_args_is_help=True, add_completion=False, rich_markup_mode=None)
 
 
