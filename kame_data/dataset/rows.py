@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from kame_data.audio import wav_bytes
 from kame_data.oracle.latency import IDEAL, LatencyModel
-from kame_data.oracle.serve import timed_events
+from kame_data.oracle.serve import FRAME_MS, timed_events
 from kame_data.records import Sample
 
 SAMPLE_RATE = 24000
@@ -75,7 +75,10 @@ def sample_row(sample: Sample, latency: LatencyModel = IDEAL, seed: int = 0) -> 
 def event_arrivals(sample: Sample, latency: LatencyModel, seed: int) -> list[dict[str, Any]]:
     """Per oracle event (same order): its arrival under `latency` and how the served stream played it,
     in reply pieces (oracle/serve.timed_events; the trainer replays it in its own tokens)."""
-    return timed_events(latency, [(e.channel, e.timestamp_ms, e.prediction) for e in sample.oracle], seed, sample.id)
+    r = sample.rendered
+    frames = round(len(r.audio) * 1000 / r.sample_rate) // FRAME_MS  # the server steps whole frames only
+    return timed_events(latency, [(e.channel, e.timestamp_ms, e.prediction) for e in sample.oracle], seed, sample.id,
+                        frames)
 
 
 def _figures(r, k: int) -> dict[str, Any]:

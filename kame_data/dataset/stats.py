@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kame_data.oracle.metrics import early_truth, rouge_l, token_f1, true_replies
+from kame_data.oracle.serve import SERVE_RULES
 
 # The columns `RowStats.add_row` reads (with `events`, the ones the oracle figures need too).
 ROW_COLUMNS = ("item_id", "source", "category", "duration")
@@ -78,7 +79,7 @@ class Arrivals:
         return {"events": c["events"], "sent": c["sent"], "played": c["played"],
                 "delay_s": {"median": q(0.5), "p95": q(0.95), "min": q(0.0), "max": q(1.0)},
                 "pieces": {"read": c["read"], "late": c["late"], "cut": c["cut"]},
-                "late_share": round(c["late"] / pieces, 4) if pieces else 0.0}
+                "late_share": round(c["late"] / pieces, 4) if pieces else 0.0, "rules": SERVE_RULES}
 
 
 @dataclass

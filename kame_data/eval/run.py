@@ -173,7 +173,8 @@ class Answerer:
         events, finals = ([], ["" for _ in starts]) if self.backend is None else \
             oracle_events(question, starts, self.cfg, self.backend)
         row_id = f"mt_bench-{question['question_id']}"
-        arrivals = served_arrivals(events, row_id, {"seed": self.cfg.seed}, self.infer_cfg) if events else None
+        arrivals = served_arrivals(events, row_id, {"seed": self.cfg.seed}, self.infer_cfg,
+                                   len(user) / rate) if events else None
         codes = self.codec.encode(user)
         lm = self.model.lm
         T = codes.shape[1]

@@ -159,21 +159,24 @@ def oracle_events(row: dict, recipe: dict, cfg: InferConfig) -> list[dict]:
     return [{**e, "timestamp_ms": int(e["timestamp_ms"]) + shift} for e in events]
 
 
-def served_arrivals(events: list[dict], row_id: str, recipe: dict, cfg: InferConfig) -> list[dict | None] | None:
+def served_arrivals(events: list[dict], row_id: str, recipe: dict, cfg: InferConfig,
+                    seconds: float | None = None) -> list[dict | None] | None:
     """Per event, its arrival and served timing under `cfg.latency` (None without one), drawn as
     the write step draws a row's (the recipe seed, the row id, the channel), so `--latency` with the
-    recipe's own model replays the row's oracle_arrival."""
+    recipe's own model replays the row's oracle_arrival. `seconds`: the audio's length (a reply
+    adopted after its last frame never plays)."""
     if cfg.latency is None:
         return None
     from kame_data.oracle.latency import parse_latency
-    from kame_data.oracle.serve import timed_events
+    from kame_data.oracle.serve import FRAME_MS, timed_events
 
     try:
         model = parse_latency(cfg.latency)
     except ValueError as e:
         raise TrainError(f"--latency: {e}") from e
+    frames = None if seconds is None else int(round(seconds * 1000)) // FRAME_MS
     return timed_events(model, [(int(e["channel"]), int(e["timestamp_ms"]), e.get("prediction") or "")
-                                for e in events], int(recipe.get("seed", 0)), row_id)
+                                for e in events], int(recipe.get("seed", 0)), row_id, frames)
 
 
 def _wav(pcm: np.ndarray, sample_rate: int) -> bytes:
@@ -225,7 +228,7 @@ def infer(checkpoint: str | Path, dataset: str | Path, row_id: str, out: str | P
     ckpt = read_checkpoint(checkpoint)
     row, recipe = _row(Path(dataset), row_id)
     events = oracle_events(row, recipe, cfg)  # before loading anything heavy: a bad backend fails fast
-    arrivals = served_arrivals(events, row_id, recipe, cfg)
+    arrivals = served_arrivals(events, row_id, recipe, cfg, float(row["duration"]))
     tok, codec = tokenizer_for(ckpt, cfg), codec_for(ckpt, cfg)
     dtype = torch.bfloat16 if torch.device(cfg.device).type == "cuda" else torch.float32
     model = load_model(ckpt, cfg.device, dtype).eval()

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from kame_data.oracle.serve import reference_frame
+from kame_data.oracle.serve import in_time, reference_frame, served_frame
 
 FRAME_RATE = 12.5
 FRAME_MS = 80
@@ -25,8 +25,8 @@ Encode = Callable[[str], list[int]]
 
 
 def frame_of_ms(ms: int | float) -> int:
-    """The frame an instant falls in: floor(ms / 80)."""
-    return int(ms) // FRAME_MS
+    """The frame an instant falls in: floor(ms / 80), in integers (the served stream's clock)."""
+    return served_frame(ms)
 
 
 def frame_of_seconds(seconds: float) -> int:
@@ -48,7 +48,7 @@ def event_frame(timestamp_ms: int | float, arithmetic: str = "reference") -> int
     kame_finetune's tools/tokenize_oracle.py computes it (2320 ms gives 28, not 29); `exact`:
     floor(ms / 80)."""
     if arithmetic == "reference":
-        return reference_frame(timestamp_ms)  # one definition, shared with the served stream
+        return reference_frame(timestamp_ms)  # kame_finetune's arithmetic; the served stream counts in integers
     return frame_of_ms(timestamp_ms)
 
 
@@ -210,8 +210,8 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
         if arrivals is not None and i not in played:
             dropped["not_served"] += 1
             continue
-        ts = arrivals[i]["piece_ms"][0] if arrivals is not None else e["timestamp_ms"]
-        f = event_frame(ts, arithmetic)
+        # served: the frame of its first chunk on the server's sample clock (oracle/serve.py), else the event's
+        f = served_frame(arrivals[i]["piece_ms"][0]) if arrivals is not None else event_frame(e["timestamp_ms"], arithmetic)
         if f < 0 or f >= frames:
             dropped["outside_audio"] += 1
             continue
@@ -224,7 +224,7 @@ def build_events(events: Sequence[dict], channel: int, speaker: str, words: Sequ
             continue
         if arrivals is not None:
             nxt = next_first.get(i)
-            u = event_frame(nxt, arithmetic) if nxt is not None else -1
+            u = served_frame(nxt) if nxt is not None else -1
             until.append(u)
             pred_read.append(_read_flags(p, pt, e.get("prediction") or "", arrivals[i], f, u, nxt, char_ends))
             hint_read.append(_read_flags(h, ht, e.get("prediction") or "", arrivals[i], f, u, nxt, char_ends))
@@ -262,7 +262,7 @@ def _read_flags(text: str, tokens: list[int], streamed: str, arrival: dict, fram
             k = min(len(piece_ms) - 1, (j + 1) * len(piece_ms) // max(1, len(tokens)) - 1) if piece_ms else 0
         t = piece_ms[max(0, k)] if piece_ms else 0
         fj = frame + 1 + j
-        ok = (until < 0 or fj < until) and t <= fj * FRAME_MS and (cancel_ms is None or t <= cancel_ms)
+        ok = (until < 0 or fj < until) and in_time(t, fj) and (cancel_ms is None or t <= cancel_ms)
         out.append(1 if ok else 0)
     return out
 

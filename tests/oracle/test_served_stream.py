@@ -1,11 +1,12 @@
 """Worked examples of the served stream (docs/design.md, "Oracle arrival"), each written by hand from
-the rules of KAME's server (SakanaAI/kame src/kame/server_oracle.py, its stream multiplexer and opus
-loop): replies stream side by side (at most 7); a reply's first chunk adopts it, cancels every older
-reply and resets the buffer (start token in the frame it arrives in); one unit per 80 ms frame from
-there; a unit not there by the start of its frame is never read; the previous reply plays on until
-the next first chunk; at most 5 requests per 2 s.
+the rules of KAME's server (SakanaAI/kame src/kame/server_oracle.py, LLMStreamMultiplexer and
+opus_loop; src/kame/models/lm.py, LMGen): replies stream side by side (at most 7); a reply's first
+chunk adopts it, cancels every older reply and resets the buffer (start token at the step of the frame
+it arrives in); one unit per 80 ms step from there; unit j of a reply reset at step r is read at step
+r + 1 + j if it arrived before that step ran (before 80 (r + 2 + j) ms), never otherwise; the previous
+reply plays on until the next first chunk.
 
-Frame n starts at n x 80 ms; a time falls in frame int(ms / 1000 x 12.5)."""
+Frame n is [80 n, 80 (n + 1)) ms; a time falls in frame ms // 80, in integers."""
 
 import math
 
@@ -31,13 +32,14 @@ def test_a_reply_in_several_chunks_that_keep_ahead_of_the_frames():
 
 
 def test_a_reply_slower_than_one_unit_per_frame_loses_the_units_that_come_late():
-    # a unit every 100 ms from 1250: frame 18 starts at 1440 but unit 2 comes at 1450, and every
-    # later unit is further behind its frame (1550 > 1520, 1650 > 1600, 1750 > 1680)
-    (s,) = serve([True], [1000], [[1250, 1350, 1450, 1550, 1650, 1750]])
-    assert s.read == [(16, 0), (17, 1)] and s.late == 4
+    # a unit every 120 ms from 1250 (frame 15): unit j is read at step 16 + j if it came before that
+    # step ran, at 80 (17 + j) ms: 1250 < 1360, 1370 < 1440, 1490 < 1520; then 1610 >= 1600 and
+    # 1730 >= 1680 come late
+    (s,) = serve([True], [1000], [[1250, 1370, 1490, 1610, 1730]])
+    assert s.read == [(16, 0), (17, 1), (18, 2)] and s.late == 2
     frames = stream([s], 24)
-    assert frames[15] == (0, -1) and frames[16] == (0, 0) and frames[17] == (0, 1)
-    assert frames[18:] == [None] * 6  # the frames of the late units read pad
+    assert frames[15] == (0, -1) and frames[16:19] == [(0, 0), (0, 1), (0, 2)]
+    assert frames[19:] == [None] * 5  # the steps of the late units read pad
 
 
 def test_a_new_reply_cuts_the_previous_one_which_plays_on_until_its_first_chunk():
@@ -126,8 +128,8 @@ def test_ideal_served_stream_is_the_event_time_stream_with_resets(spec):
     served = serve([True] * len(frames), [t for t, _ in frames], [[t] * n for t, n in frames])
     out = stream(served, 600)
     for k, (t, n) in enumerate(frames):
-        f = int(t / 1000 * 12.5)
-        nxt = [int(u / 1000 * 12.5) for u, _ in frames[k + 1:]]
+        f = t // 80
+        nxt = [u // 80 for u, _ in frames[k + 1:]]
         until = min(nxt) if nxt else math.inf
         if until <= f:
             assert served[k].frame is None
