@@ -77,8 +77,8 @@ def event_arrivals(sample: Sample, latency: LatencyModel, seed: int) -> list[dic
     in reply pieces (oracle/serve.timed_events; the trainer replays it in its own tokens)."""
     r = sample.rendered
     frames = round(len(r.audio) * 1000 / r.sample_rate) // FRAME_MS  # the server steps whole frames only
-    return timed_events(latency, [(e.channel, e.timestamp_ms, e.prediction) for e in sample.oracle], seed, sample.id,
-                        frames)
+    return timed_events(latency, [(e.channel, e.timestamp_ms, e.prediction, e.conversation_context,
+                                   e.current_spoken_ratio) for e in sample.oracle], seed, sample.id, frames)
 
 
 def _figures(r, k: int) -> dict[str, Any]:

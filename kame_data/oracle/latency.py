@@ -3,12 +3,13 @@
 The ladder (ladder.py) places each event at the instant its partial transcript exists, as if
 speech recognition, the network and the LLM took no time. A latency model says how late each
 stage of a real back-end is (docs/design.md, "Oracle arrival"): the words are heard after a
-streaming-STT delay, asked at the server's next 0.5 s tick, answered after a round trip and the
+streaming-STT delay, asked when the server's multiplexer starts a stream, answered after a round trip and the
 time to first token, and streamed at some tokens per second, now and then with a stall. Every draw
 is seeded by the recipe seed, the dialogue id and the event's index, so a dataset does not depend
 on worker count or order. `serve.py` turns the arrivals into what a front-end reads, frame by frame (SakanaAI/kame
-`src/kame/server_oracle.py` is the server it follows: requests at most every 0.5 s, replies
-streamed side by side, the first to answer among the newer ones adopted).
+`src/kame/server_oracle.py` is the server it follows: a stream started on each new interim
+transcript at least 0.5 s after the last start, a trailing start in between, a final at once;
+replies streamed side by side, the first to answer among the newer ones adopted).
 """
 
 from __future__ import annotations
@@ -112,16 +113,19 @@ class LatencyModel:
 
     name: str = "ideal"
     stt_delay: Dist = Dist()  # the streaming STT: a word ending at t is in the transcript at t + this
-    tick: float = 0.0  # the server's check loop period: a request leaves at its next tick (0: at once)
+    tick: float = 0.0  # the older server's check loop period: a request leaves at its next tick (0: at once)
     round_trip: Dist = Dist()  # network, both ways
     first_token: Dist = Dist()  # the LLM's time to first token, on the server
     tokens_per_s: Dist = Dist()  # the LLM's streaming rate, in BPE tokens (0: the whole reply at once)
     chunk: int = 1  # pieces per streamed chunk (0: the whole reply in one chunk)
     stall_chance: float = 0.0  # chance that a reply's stream stops once, part way
     stall: Dist = Dist()  # how long it stops
-    restarts: int = 0  # at most this many requests (0: no cap) ...
-    restart_window: float = 2.0  # ... per this many seconds (../shared/STACK.md: 5 per 2 s)
+    restarts: int = 0  # the older single-stream server: at most this many requests (0: no cap) ...
+    restart_window: float = 2.0  # ... per this many seconds
     streams: int = 0  # the most replies streaming at once (0: no limit; KAME's server_oracle: 7)
+    # KAME's multiplexer (server_oracle.py LLMStreamMultiplexer): a start on each new interim transcript at
+    # least this long after the last start, a trailing start otherwise, a final at once (0: the tick policy)
+    min_restart_interval: float = 0.0
     source: str = ""  # where the figures come from
 
     @property
@@ -131,7 +135,8 @@ class LatencyModel:
     def expected_delay_s(self) -> float:
         """Expected ladder-time-to-first-chunk, ignoring restarts and superseded events: STT + the
         mean wait for the tick (half of it) + round trip + time to first token."""
-        return self.stt_delay.mean + self.tick / 2 + self.round_trip.mean + self.first_token.mean
+        return self.stt_delay.mean + (0.0 if self.min_restart_interval else self.tick / 2) + self.round_trip.mean \
+            + self.first_token.mean
 
     def describe(self) -> dict[str, Any]:
         return {"preset": self.name, "stt_delay_s": self.stt_delay.describe(), "tick_s": self.tick,
@@ -139,6 +144,7 @@ class LatencyModel:
                 "tokens_per_s": self.tokens_per_s.describe(), "chunk": self.chunk,
                 "stall_chance": self.stall_chance, "stall_s": self.stall.describe(),
                 "restarts": f"{self.restarts} per {self.restart_window:g} s" if self.restarts else "no cap",
+                "min_restart_interval_s": self.min_restart_interval,
                 "streams": self.streams or "no limit",
                 "expected_delay_s": round(self.expected_delay_s(), 4), "source": self.source}
 
@@ -150,17 +156,17 @@ IDEAL = LatencyModel()
 PRESETS: dict[str, LatencyModel] = {
     "ideal": IDEAL,
     "hosted-fast": LatencyModel(
-        name="hosted-fast", restarts=5, streams=7, stt_delay=Dist("const", 0.5), tick=0.5, round_trip=Dist("gamma", 0.08, 0.5),
+        name="hosted-fast", min_restart_interval=0.5, streams=7, stt_delay=Dist("const", 0.5), round_trip=Dist("gamma", 0.08, 0.5),
         first_token=Dist("gamma", 0.5, 0.4), tokens_per_s=Dist("uniform", 70, 90),
         source="kyutai stt-1b 0.5 s STT; GPT-4.1 about 0.5 s to first token and 70-90 tokens/s; "
-               "KAME server_oracle's 0.5 s loop; gamma round trips"),
+               "KAME server_oracle's multiplexer (0.5 s between starts, 7 streams); gamma round trips"),
     "hosted-slow": LatencyModel(
-        name="hosted-slow", restarts=5, streams=7, stt_delay=Dist("const", 0.5), tick=0.5, round_trip=Dist("gamma", 0.15, 0.6),
+        name="hosted-slow", min_restart_interval=0.5, streams=7, stt_delay=Dist("const", 0.5), round_trip=Dist("gamma", 0.15, 0.6),
         first_token=Dist("gamma", 2.7, 0.4), tokens_per_s=Dist("uniform", 35, 55),
         source="kyutai stt-1b 0.5 s STT; Claude Opus 4.1 about 2.7 s to first token and 45 tokens/s; "
-               "KAME server_oracle's 0.5 s loop; gamma round trips"),
+               "KAME server_oracle's multiplexer (0.5 s between starts, 7 streams); gamma round trips"),
     "stress": LatencyModel(
-        name="stress", restarts=5, streams=7, stt_delay=Dist("uniform", 2.5, 3.3), tick=0.5, round_trip=Dist("gamma", 0.3, 1.0),
+        name="stress", min_restart_interval=0.5, streams=7, stt_delay=Dist("uniform", 2.5, 3.3), round_trip=Dist("gamma", 0.3, 1.0),
         first_token=Dist("lognormal", 1.5, 0.6), tokens_per_s=Dist("uniform", 8, 20), stall_chance=0.3,
         stall=Dist("gamma", 1.5, 0.8),
         source="stt-2.6b 2.5 s to Whisper-Streaming 3.3 s STT; median time to first token 0.3-4.2 s across "
@@ -169,7 +175,7 @@ PRESETS: dict[str, LatencyModel] = {
 
 _KEYS = {"stt_delay": "dist", "tick": "num", "round_trip": "dist", "first_token": "dist", "tokens_per_s": "dist",
          "chunk": "int", "stall_chance": "num", "stall": "dist", "restarts": "int", "restart_window": "num",
-         "streams": "int"}
+         "streams": "int", "min_restart_interval": "num"}
 
 
 def parse_latency(value: Any) -> LatencyModel:
@@ -233,20 +239,79 @@ def _rng(seed: int, dialogue_id: str, index: int, what: str) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
 
 
-def arrivals(model: LatencyModel, events: Sequence[tuple[int, str]], seed: int, dialogue_id: str) -> list[Arrival]:
+PARTIAL, FINAL = "partial", "final"
+
+
+def transcripts(contexts: Sequence[str], ratios: Sequence[float], user: str) -> list[tuple[str, str]]:
+    """What the server's speech recognition says at each event, from the event's transcript
+    (`conversation_context`, one line per run) and `current_spoken_ratio`: (PARTIAL, words) when the
+    user's current run has new words, (FINAL, words) the first time the whole run is heard, ("", words)
+    when nothing new reached the server (the assistant spoke last, or the user's words did not change)."""
+    out, prev, finished = [], None, False
+    for ctx, ratio in zip(contexts, ratios):
+        last = ctx.rsplit("\n", 1)[-1]
+        if not last.startswith(f"{user}:"):
+            out.append(("", ""))
+            prev, finished = None, False
+            continue
+        words = last[len(user) + 1:].strip()
+        if ratio >= 1.0 and not (finished and words == prev):
+            out.append((FINAL, words))
+            finished = True
+        elif words != prev and not finished:
+            out.append((PARTIAL, words))
+        else:
+            out.append(("", words))
+        prev = words
+    return out
+
+
+def multiplexer_starts(heard: Sequence[float], said: Sequence[tuple[str, str]], interval: float) -> list[float | None]:
+    """When each event's request leaves under KAME's LLMStreamMultiplexer (server_oracle.py
+    `on_interim_pending`, `on_final_committed`, `_maybe_start_new_stream`), None when it never does.
+    A new interim transcript starts a stream when `interval` has passed since the last start; sooner,
+    it schedules one trailing start at the end of that interval, which sends the latest interim
+    transcript then. A final transcript starts at once, unless exactly its words were the last
+    requested; it cancels a pending trailing start."""
+    starts: list[float | None] = [None] * len(heard)
+    last_start, trailing, latest, asked = -math.inf, None, None, None
+    for i, (t, (kind, words)) in enumerate(zip(heard, said)):
+        if trailing is not None and trailing <= t and latest is not None:  # fires before this event reaches it
+            starts[latest], last_start, asked, trailing = trailing, trailing, said[latest][1], None
+        if kind == PARTIAL:
+            latest = i
+            if t - last_start >= interval - 1e-9:
+                starts[i], last_start, asked = t, t, words
+            elif trailing is None:
+                trailing = last_start + interval
+        elif kind == FINAL:
+            trailing = None
+            if words != asked:
+                starts[i], last_start = t, t
+            latest, asked = None, None
+    if trailing is not None and latest is not None:
+        starts[latest] = trailing
+    return starts
+
+
+def arrivals(model: LatencyModel, events: Sequence[tuple], seed: int, dialogue_id: str) -> list[Arrival]:
     """Each event's arrival under `model`: `events` are (ladder time in ms, reply text) of one
-    channel, in time order. Pure: the same inputs give the same arrivals."""
+    channel, in time order, optionally with (transcript kind, words) from `transcripts` (without:
+    every event a new interim transcript). Pure: the same inputs give the same arrivals."""
     out: list[Arrival] = []
     phase = _rng(seed, dialogue_id, -1, "tick").uniform(0.0, model.tick) if model.tick else 0.0
     heard_prev = -math.inf
     sent_at: list[float] = []  # request times of sent events (seconds), for the restart cap
     last_tick = None
-    for i, (ms, text) in enumerate(events):
+    starts = _starts(model, events, seed, dialogue_id)
+    for i, (ms, text, *_) in enumerate(events):
         rng = _rng(seed, dialogue_id, i, "event")
         t = ms / 1000.0
         heard = max(heard_prev, t + model.stt_delay.draw(rng))  # the transcript only grows
         heard_prev = heard
-        if model.tick:
+        if starts is not None:
+            requested = heard if starts[i] is None else starts[i]
+        elif model.tick:
             requested = phase + math.ceil((heard - phase) / model.tick - 1e-9) * model.tick
         else:
             requested = heard
@@ -262,6 +327,10 @@ def arrivals(model: LatencyModel, events: Sequence[tuple[int, str]], seed: int, 
             last = n - 1 if model.chunk <= 0 else min(n - 1, (j // model.chunk + 1) * model.chunk - 1)
             streamed = last / rate if math.isfinite(rate) and rate > 0 else 0.0
             times.append(first + streamed + (stall if last >= stall_at else 0.0))
+        if starts is not None:  # the multiplexer: no tick, no cap
+            out.append(Arrival(ideal_ms=ms, heard_ms=_ms(heard), requested_ms=_ms(requested),
+                               first_token_ms=_ms(first), piece_ms=[_ms(x) for x in times], sent=starts[i] is not None))
+            continue
         if out and last_tick is not None and abs(requested - last_tick) < 1e-9 and out[-1].sent:
             # two events heard before the same tick: the server asks once, with the later words
             out[-1] = replace(out[-1], sent=False)
@@ -274,6 +343,20 @@ def arrivals(model: LatencyModel, events: Sequence[tuple[int, str]], seed: int, 
         out.append(Arrival(ideal_ms=ms, heard_ms=_ms(heard), requested_ms=_ms(requested), first_token_ms=_ms(first),
                            piece_ms=[_ms(x) for x in times], sent=sent))
     return out
+
+
+def _starts(model: LatencyModel, events: Sequence[tuple], seed: int, dialogue_id: str) -> list[float | None] | None:
+    """The multiplexer's request times in seconds (None: the tick policy applies), over the times
+    the events are heard: each event's STT delay is the first draw of its own generator, so drawing
+    it here gives the same times the arrivals get."""
+    if not model.min_restart_interval:
+        return None
+    heard, prev = [], -math.inf
+    for i, (ms, *_) in enumerate(events):
+        prev = max(prev, ms / 1000.0 + model.stt_delay.draw(_rng(seed, dialogue_id, i, "event")))
+        heard.append(prev)
+    said = [tuple(e[2:4]) if len(e) >= 4 else (PARTIAL, str(i)) for i, e in enumerate(events)]
+    return multiplexer_starts(heard, said, model.min_restart_interval)
 
 
 def _ms(seconds: float) -> int:

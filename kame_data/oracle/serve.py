@@ -27,7 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from kame_data.oracle.latency import LatencyModel, arrivals
+from kame_data.oracle.latency import LatencyModel, arrivals, transcripts
+from kame_data.records import CHANNEL
 
 FRAME_MS = 80
 # The served stream's rules (above); a row's oracle_arrival and the manifest record it. 2: frames in
@@ -143,17 +144,23 @@ def stream(served: Sequence[Served], frames: int) -> list[tuple[int, int] | None
     return out
 
 
-def timed_events(model: LatencyModel, events: Sequence[tuple[int, int, str]], seed: int,
+def timed_events(model: LatencyModel, events: Sequence[tuple], seed: int,
                  row_id: str, frames: int | None = None) -> list[dict[str, Any]]:
-    """Per event (channel, ladder time in ms, reply text), in the same order: its Arrival under
-    `model` and how the served stream played it. Each channel's events are one back-end's
-    requests, drawn by the seed, the row id and the channel: what the write step stores as a row's
-    oracle_arrival and what `kame-data infer --latency` replays. `frames`: the dialogue's length in
-    frames (replies after it never play)."""
+    """Per event (channel, ladder time in ms, reply text, and optionally its conversation_context
+    and current_spoken_ratio, from which the server's transcripts come), in the same order: its
+    Arrival under `model` and how the served stream played it. Each channel's events are one
+    back-end's requests, drawn by the seed, the row id and the channel: what the write step stores
+    as a row's oracle_arrival and what `kame-data infer --latency` replays. `frames`: the dialogue's
+    length in frames (replies after it never play)."""
     out: list[dict[str, Any]] = [{} for _ in events]
-    for channel in sorted({c for c, _, _ in events}):
-        idx = [i for i, (c, _, _) in enumerate(events) if c == channel]
-        got = arrivals(model, [(events[i][1], events[i][2]) for i in idx], seed, f"{row_id}/{channel}")
+    for channel in sorted({e[0] for e in events}):
+        idx = [i for i, e in enumerate(events) if e[0] == channel]
+        timed = [(events[i][1], events[i][2]) for i in idx]
+        if all(len(events[i]) >= 5 for i in idx):  # the user's words, as the server's recognition gives them
+            user = next(s for s, c in CHANNEL.items() if c != channel)
+            said = transcripts([events[i][3] for i in idx], [float(events[i][4]) for i in idx], user)
+            timed = [(ms, text, kind, words) for (ms, text), (kind, words) in zip(timed, said)]
+        got = arrivals(model, timed, seed, f"{row_id}/{channel}")
         played = serve([a.sent for a in got], [a.requested_ms for a in got], [a.piece_ms for a in got],
                        streams=model.streams, frames=frames)
         for i, a, p in zip(idx, got, played):

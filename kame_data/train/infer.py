@@ -139,7 +139,7 @@ def ask_steps(steps: list, backend_cfg: BackendConfig, backend=None) -> list[dic
     if failed:
         raise TrainError(f"the oracle backend failed on {len(failed)} of {len(steps)} requests (last: {failed[-1]})")
     return [{"timestamp_ms": s.timestamp_ms, "channel": s.channel, "prediction": clean_prediction(a.text),
-             "hint": "", "current_spoken_ratio": 0.0, "conversation_context": s.conversation_context}
+             "hint": "", "current_spoken_ratio": s.current_spoken_ratio, "conversation_context": s.conversation_context}
             for s, a in zip(steps, answers)]
 
 
@@ -175,7 +175,11 @@ def served_arrivals(events: list[dict], row_id: str, recipe: dict, cfg: InferCon
     except ValueError as e:
         raise TrainError(f"--latency: {e}") from e
     frames = None if seconds is None else int(round(seconds * 1000)) // FRAME_MS
+    # with its transcript the server's recognition is modelled (oracle/latency.transcripts); without, every
+    # event is a new interim transcript
     return timed_events(model, [(int(e["channel"]), int(e["timestamp_ms"]), e.get("prediction") or "")
+                                + ((e["conversation_context"], float(e.get("current_spoken_ratio") or 0.0))
+                                   if e.get("conversation_context") else ())
                                 for e in events], int(recipe.get("seed", 0)), row_id, frames)
 
 

@@ -137,3 +137,44 @@ def test_the_served_stream_is_the_server_loop(spec, streams, frames):
         # no unit read before it arrived, none twice, and every unit counted once
         assert all(units[k][j] < 80 * (f + 1) for f, j in g.read) and len({j for _, j in g.read}) == len(g.read)
         assert len(g.read) + g.late + g.cut == len(units[k])
+
+
+# ---------------------------------------------------------------- when requests leave (the multiplexer)
+
+from kame_data.oracle.latency import FINAL, PARTIAL, LatencyModel, arrivals, multiplexer_starts, transcripts  # noqa: E402
+
+MUX = LatencyModel(name="mux", min_restart_interval=0.5, streams=7)  # no delays: heard at the ladder time
+
+
+def test_a_partial_too_soon_schedules_one_trailing_start_that_sends_the_latest_partial():
+    # on_interim_pending -> _maybe_start_new_stream: 'a' at 1.0 s starts; 'a b' at 1.2 s is 0.2 s after it, so a
+    # trailing start is scheduled for 1.5 s; 'a b c' at 1.3 s finds it scheduled; at 1.5 s it sends 'a b c', the
+    # latest partial then ('a b' is never asked)
+    heard = [1.0, 1.2, 1.3, 2.4]
+    said = [(PARTIAL, "a"), (PARTIAL, "a b"), (PARTIAL, "a b c"), (PARTIAL, "a b c d")]
+    assert multiplexer_starts(heard, said, 0.5) == [1.0, None, 1.5, 2.4]  # 2.4 s: 0.9 s after the last start
+
+
+def test_a_final_starts_at_once_unless_its_words_were_already_asked():
+    # on_final_committed: bypass_restart_interval=True; it cancels the trailing start; `already_requested`
+    heard = [1.0, 1.2, 1.3]
+    assert multiplexer_starts(heard, [(PARTIAL, "a"), (PARTIAL, "a b"), (FINAL, "a b")], 0.5) == [1.0, None, 1.3]
+    assert multiplexer_starts([1.0, 1.3], [(PARTIAL, "a b"), (FINAL, "a b")], 0.5) == [1.0, None]
+    # no cap of 5 starts per 2 s: partials 0.5 s apart all start
+    assert multiplexer_starts([0.5 * k for k in range(10)], [(PARTIAL, str(k)) for k in range(10)], 0.5) == \
+        [0.5 * k for k in range(10)]
+
+
+def test_the_server_hears_the_users_new_words_only():
+    contexts = ["B: what is", "B: what is two", "B: what is two", "B: what is two plus two", "B: what is two plus two\nA: four"]
+    ratios = [0.4, 0.6, 0.6, 1.0, 0.0]
+    assert transcripts(contexts, ratios, "B") == [(PARTIAL, "what is"), (PARTIAL, "what is two"), ("", "what is two"),
+                                                  (FINAL, "what is two plus two"), ("", "")]
+
+
+def test_arrivals_under_the_multiplexer():
+    events = [(1000, "r0", PARTIAL, "a"), (1200, "r1", PARTIAL, "a b"), (1300, "r2", PARTIAL, "a b c"),
+              (1900, "r3", PARTIAL, "a b c d"), (2000, "r4", FINAL, "a b c d")]
+    got = arrivals(MUX, events, seed=0, dialogue_id="d")
+    assert [a.sent for a in got] == [True, False, True, True, False]
+    assert [a.requested_ms for a in got if a.sent] == [1000, 1500, 2000]  # the trailing start of 1.9 s fires at 2.0 s
