@@ -155,6 +155,10 @@ class TrainConfig:
         d["seed"] = self.seed
         if self.oracle.timing != "ideal":  # where events land is part of the token data
             d["oracle_timing"] = self.oracle.timing
+        if self.oracle.timing == "served":  # and, served, the rules that read the stream (oracle/serve.py)
+            from kame_data.oracle.serve import SERVE_RULES
+
+            d["serve_rules"] = SERVE_RULES
         return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
 
 
