@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kame_data.eval.questions import Question
+from kame_data.eval.questions import Question, shipped_file
 from kame_data.llm.base import ChatBackend, ChatRequest
 
 # FastChat judges these categories against their reference answers (common.py NEED_REF_CATS).
@@ -139,7 +139,7 @@ def load_references(path: str | Path) -> References:
 def shipped_references() -> Path:
     """FastChat's reference answers (reference_answer/gpt-4.jsonl), shipped with kame-data and checked
     against their recorded checksum (kame_data/eval/data/README.md)."""
-    return _checked(REFERENCES_SHIPPED, REFERENCES_SHA256)
+    return shipped_file(REFERENCES_SHIPPED, REFERENCES_SHA256, "--reference-answers")
 
 
 def reference_for(q: Question, references: References | None) -> tuple[tuple[str, ...], str]:
@@ -199,15 +199,3 @@ def judge(questions: list[Question], answers: dict[int, dict[str, Any]], backend
         out.append({**{k: row[k] for k in ("question_id", "model", "judge", "user_prompt")}, "judgment": said,
                     "score": -1 if said == ERROR_OUTPUT else read(said), "turn": row["turn"], "tstamp": time.time()})
     return out
-
-
-def _checked(name: str, sha256: str) -> Path:
-    import hashlib
-    from importlib import resources
-
-    path = Path(str(resources.files("kame_data.eval.data").joinpath(name)))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != sha256:
-        raise ValueError(f"{path}: checksum {digest[:12]}… is not the shipped file's ({sha256[:12]}…); reinstall "
-                         "kame-data or pass --reference-answers")
-    return path

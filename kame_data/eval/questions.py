@@ -70,11 +70,17 @@ def load_questions(path: str | Path, categories: tuple[str, ...] | None = PAPER_
     return out
 
 
+def shipped_file(name: str, sha256: str, instead: str) -> Path:
+    """A data file that ships with kame-data (kame_data/eval/data/README.md), checked against its
+    recorded checksum; `instead`: the option that gives another file, named in the error."""
+    path = Path(str(resources.files("kame_data.eval.data").joinpath(name)))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != sha256:
+        raise QuestionError(f"{path}: checksum {digest[:12]}… is not the shipped file's ({sha256[:12]}…); "
+                            f"reinstall kame-data or pass {instead}")
+    return path
+
+
 def shipped_questions() -> Path:
     """The MT-Bench question file that ships with kame-data, checked against its recorded checksum."""
-    path = Path(str(resources.files("kame_data.eval.data").joinpath(SHIPPED)))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != SHIPPED_SHA256:
-        raise QuestionError(f"{path}: checksum {digest[:12]}… is not the shipped file's ({SHIPPED_SHA256[:12]}…); "
-                            "reinstall kame-data or pass --questions")
-    return path
+    return shipped_file(SHIPPED, SHIPPED_SHA256, "--questions")
