@@ -6,15 +6,17 @@ settings (`sampled_turns`), which also give the turns' typical length."""
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kame_data.script.stage import ScriptStage
 from kame_data.sources.step import SourcesStep
 
+from kame_data.sources.allocate import Allocation, target_count
+
 if TYPE_CHECKING:
     from kame_data.recipe import Recipe, SourceSpec
-    from kame_data.sources.allocate import Allocation
     from kame_data.runner.config import RunConfig
 
 log = logging.getLogger(__name__)
@@ -230,17 +232,11 @@ def counts_from_calibration(spec: SourceSpec, cfg: RunConfig, splits: dict[str, 
     cap = spec.max_variants
     total = capacity[cap] if cap in capacity else capacity[top] * cap / top
     can = round(total * scale)
-    target = round(spec.dialogues * drawn / spec.quota) if spec.fill == "ratio" and spec.quota and drawn != spec.quota \
-        else spec.dialogues
+    target = target_count(spec.dialogues, drawn, spec.quota, spec.fill)
     kept = min(target, can)
-    reasons: dict[str, int] = {}
-    if target < spec.dialogues:
-        reasons["fewer_items"] = spec.dialogues - target
-    at_cap = max(0, target - drawn * cap)
-    if at_cap:
-        reasons["max_variants"] = at_cap
-    if target - kept - at_cap > 0:
-        reasons["script refusals"] = target - kept - at_cap
+    # the run's own reasons (sources/allocate.py), over the split's refusals drawn to this quota
+    reasons = Allocation(spec.name or spec.kind, spec.dialogues, target, drawn, kept, Counter(s.get("refused", {})),
+                         max_variants=cap).reasons()
     basis = (f"the calibration of {s['measured']} on a whole split: {s.get('file', '?')}, {s['rows']:,} rows, for "
              f"{s['split']}; `{s['command']}`")
     if s.get("settings") != settings_key(cfg):

@@ -3,7 +3,7 @@ replaced by another variant of a passing item, and what still cannot be met said
 with its reasons (docs/design.md, "Dialogue counts").
 
 The allocation runs once, in the driver, before any batch: it asks the script step's own verdict
-(`Verdict`: the reason a variant would be refused, or None) for the variants it hands out, so the
+(`Verdict`: the Reject a variant would get, or None) for the variants it hands out, so the
 script step refuses none of them later, and the count is known before any speech or LLM work is
 paid for. Everything is ordered by a hash of (seed, source, item id): the same rows give the same
 dialogues on any machine and with any number of workers.
@@ -38,7 +38,7 @@ CAP = "max_variants"  # a shortfall's reason when every item has all the variant
 @dataclass
 class Allocation:
     """What one source was asked for and what it will give (the manifest's `allocation`, the card's
-    Counts section, `kame-data plan`'s kept column)."""
+    "Dialogues asked and made" table, `kame-data plan`'s kept column)."""
 
     source: str
     asked: int  # the recipe's `dialogues`
