@@ -44,6 +44,7 @@ from kame_data.script.template import (
 )
 from kame_data.scrub import scrub
 from kame_data.text import is_speakable, spoken_words, to_spoken
+from kame_data.text.inventory import inventory_problem
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,9 @@ def check_rewrite(item: SourceItem, turns: list[tuple[str, str]], expected: int,
             return "empty"
         if not is_speakable(spoken):
             return "unspeakable"
+        problem = inventory_problem(text, spoken)
+        if problem is not None:
+            return problem.reason
         limit = cfg.llm.max_user_words if role == USER else cfg.llm.max_assistant_words
         # a little slack on words: normalisation adds some ("$5" -> "five dollars")
         if len(spoken_words(spoken)) > limit * 1.25 or seconds(text, cfg) > cfg.max_turn_seconds:

@@ -35,6 +35,7 @@ from kame_data.script.answer import Target, answer_lost, answer_positions, choic
 from kame_data.script.config import ScriptConfig
 from kame_data.script.solution import lead
 from kame_data.text import is_speakable, spoken_seconds, spoken_words, to_spoken
+from kame_data.text.inventory import inventory_problem
 
 
 _OPENERS = ("", "Quick question. ", "Okay, here's one. ", "Can you help me with this? ", "I have a question. ",
@@ -309,6 +310,9 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]],
             return Reject("script", dialogue_id, "empty_after_normalisation", f"turn {k} ({role}) has no speakable words")
         if not is_speakable(spoken):
             return Reject("script", dialogue_id, "unspeakable_text", f"turn {k} ({role}) keeps symbols: {spoken[:80]!r}")
+        problem = inventory_problem(text, spoken)  # every sign said, nothing misread (text/inventory.py)
+        if problem is not None:
+            return Reject("script", dialogue_id, problem.reason, f"turn {k} ({role}): {problem.detail}")
         out.append(Turn(role=role, speaker=SPEAKER[role], text=text, spoken=spoken))
     return Dialogue(id=dialogue_id, item_id=item.id, source=item.source, category=item.category,
                     variant=variant, turns=out, answer=answer_key(item, target))

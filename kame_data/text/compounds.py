@@ -26,6 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 COMMON = 40_000  # a half must be among the most frequent words: "salvage" (32,903rd) is, "ingle" (64,476th) not
+GLUED_SHORTEST = 4  # 'itis', 'thetop': a function word glued to a common word is split from this length
 MIN_LENGTH = 7  # shorter tokens are almost always real words or names the list lacks
 # Inflections and derivations of a listed word are words too ('transports', 'salvaged', 'microvilli' no).
 _SUFFIXES = ("s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "ness", "ment", "ments", "ity", "able",
@@ -35,7 +36,9 @@ _SUFFIXES = ("s", "es", "ed", "d", "ing", "ly", "er", "ers", "est", "ness", "men
 _PREFIXES = ("un", "re", "pre", "non", "anti", "over", "under", "hyper", "micro", "macro", "poly", "auto",
              "multi", "inter", "super", "semi", "sub", "co", "de", "dis", "mis", "bio", "counter", "out",
              # SI prefixes: the units pass says 'kilovolts', 'millimoles', which are words, not 'kilo volts'
-             "kilo", "milli", "mega", "giga", "tera", "nano", "pico", "femto", "centi", "deci", "hecto")
+             "kilo", "milli", "mega", "giga", "tera", "nano", "pico", "femto", "centi", "deci", "hecto",
+             # and the prefixes of science words ('inactivated', 'transconductance', 'immunotherapy')
+             "in", "im", "en", "trans", "immuno", "electro", "thermo", "photo", "hydro", "neuro", "cardio")
 # Two-letter halves only from words that are never the end of a longer one ('va lorem', 'di hybrid').
 _SHORT = frozenset("a i to of in on at by an as is it be or if so no up we he my me us do am".split())
 SHORT_COMMON = 2_000  # a three-letter half must be this common: 'the', 'six', 'law'; not 'der', 'ee'
@@ -123,14 +126,80 @@ def _common(half: str, rank: int) -> bool:
     return rank < (SHORT_COMMON if len(half) == 3 else COMMON)
 
 
+# A word broken at a line's end and its hyphen kept ('refrac-tion', 'tem- perature', 'negli-gible').
+_BROKEN = re.compile(r"(?<![\w-])([A-Za-z]{2,})-\s?([a-z]{2,})(?![\w-])")
+_RUN = re.compile(r"(?<![A-Za-z\\._\d])(?<![A-Za-z]')([A-Z]?[a-z]{%d,})(?![A-Za-z_\d(])" % (GLUED_SHORTEST - 1))
+
+
+def _rejoined(m: re.Match) -> str:
+    left, right = m.group(1), m.group(2)
+    whole = left + right
+    if is_word(whole.lower()) and not (is_word(left.lower()) and is_word(right)):
+        return whole
+    return m.group(0)
+
+
+def _unglued(m: re.Match) -> str:
+    token = m.group(1)
+    found = glued(token.lower())
+    if found is None:
+        return token
+    out = " ".join(found)
+    return out[0].upper() + out[1:] if token[0].isupper() else out
+
+
 def run_together(text: str) -> str:
-    """Every run-together token of text split in two (or three, around a rare word); everything else
-    unchanged."""
+    """Every run-together token of text split in two (or three, around a rare word, or at a glued function
+    word, `glued`), and a word broken at a line's end rejoined; everything else unchanged."""
+    text = _BROKEN.sub(_rejoined, text)
     text = _CAMEL.sub(lambda m: m.group(0) if is_word(m.group(0).lower()) else f"{m.group(1)} {m.group(2)}", text)
     text = _GLUED_CAPITAL.sub(r"\1 ", text)
 
     def lower(m: re.Match) -> str:
-        pieces = split_token(m.group(0)) or split_around(m.group(0))
-        return m.group(0) if pieces is None else " ".join(pieces)
+        found = split_token(m.group(0)) or split_around(m.group(0))
+        return m.group(0) if found is None else " ".join(found)
 
-    return _LOWER.sub(lower, text)
+    return _RUN.sub(_unglued, _LOWER.sub(lower, text))
+
+
+# Function words that lose their space upstream ('theattenuation', 'beenisothermal', 'thanabout'): a run
+# with one of them is split into words wherever every piece is a word; a run without is left whole
+# unless every piece is common (science words are built from word-like pieces: 'hemo pneumothorax').
+_GLUE = frozenset("the of and be been are is was were to in a an as that with for by on at from than or "
+                  "into its it this these which".split())
+
+
+@lru_cache(maxsize=4096)
+def pieces(token: str) -> tuple[str, ...] | None:
+    """The fewest words a lowercase token that is no word is made of (each a word of three letters or
+    more, or a short function word), or None when it is a word or has no such split."""
+    if is_word(token) or not GLUED_SHORTEST <= len(token) <= 40:
+        return None  # a longer run is no sentence that lost its spaces ('xxxx...', a sequence)
+    best: list[tuple[str, ...] | None] = [()] + [None] * len(token)
+    for end in range(1, len(token) + 1):
+        for start in range(max(0, end - 24), end):
+            piece, head = token[start:end], best[start]
+            if head is None or not (piece in _SHORT or (len(piece) >= 3 and is_word(piece))) or _two_glued(piece):
+                continue
+            if best[end] is None or len(head) + 1 < len(best[end]):
+                best[end] = head + (piece,)
+    out = best[-1]
+    return out if out and len(out) > 1 and out[-1] not in _SHORT else None
+
+
+def _two_glued(piece: str) -> bool:
+    """'ofthe', 'inthe': listed as words (the list has such runs), but two function words."""
+    return any(piece[:k] in _GLUE and piece[k:] in _GLUE for k in range(1, len(piece)))
+
+
+def glued(token: str) -> tuple[str, ...] | None:
+    """`pieces` of a run the normaliser splits: one with a glued function word, or of common words."""
+    found = pieces(token)
+    if not found or (len(token) < MIN_LENGTH and found[0] not in _GLUE):
+        return None  # a short run splits only after a glued function word: 'thetop', 'itis'
+    if any(len(p) < 4 and p not in _GLUE and ranks().get(p, COMMON) >= SHORT_COMMON for p in found):
+        return None  # 'kilo hms': rare short pieces are how a split goes wrong
+    rare = [p for p in found if p not in _GLUE and ranks().get(p, COMMON) >= COMMON]
+    if not rare or (any(p in _GLUE for p in found) and len(rare) == 1 and len(rare[0]) >= 6):
+        return found
+    return None

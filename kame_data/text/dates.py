@@ -55,10 +55,10 @@ def dates_and_times(text: str) -> str:
         text = re.sub(rf"\b({cues})(\s+|-)({_YEAR})\b(?!\.\d|,\d|\s*%){guard}",
                       lambda m: f"{m.group(1)}{' ' if m.group(2) == '-' else m.group(2)}{say_year(int(m.group(3)))}",
                       text)
-    text = re.sub(rf"\b(\w+)\s+of\s+({_YEAR})\b(?!\.\d|,\d|\s*%){_COUNTED_WEAK}",
+    text = re.sub(rf"\b(\w+)\s+of\s+(?<![.,])({_YEAR})\b(?!\.\d|,\d|\s*%){_COUNTED_WEAK}",
                   lambda m: m.group(0) if _AMOUNT.fullmatch(m.group(1).lower())
                   else f"{m.group(1)} of {say_year(int(m.group(2)))}", text)
-    text = re.sub(rf"\b({_YEAR})(?=\s+(?:[A-Z][a-z]+|election|presidential|census|season|war|revolution|crisis|"
+    text = re.sub(rf"(?<![.,])\b({_YEAR})(?=\s+(?:[A-Z][a-z]+|election|presidential|census|season|war|revolution|crisis|"
                   rf"Olympics|BC|AD|BCE|CE)\b)|(?<=[\[(])({_YEAR})(?=[\])])|^({_YEAR})(?=,)",
                   lambda m: say_year(int(next(g for g in m.groups() if g))), text)
     text = re.sub(r"\b(\d{1,4})\s*(BC|BCE|AD|CE)\b", lambda m: f"{cardinal(int(m.group(1)))} {' '.join(m.group(2))}",

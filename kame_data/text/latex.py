@@ -25,11 +25,42 @@ _LATEX_WORDS = {
     r"\prime": " prime ", r"\ell": " l ", r"\hbar": " h bar ", r"\angle": " angle ", r"\triangle": " triangle ",
     r"\|": " ∥ ", r"\{": " ", r"\}": " ",
     r"\left": "", r"\right": "", r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": " ", r"\qquad": " ",
-    r"\ ": " ", r"\\": " ", r"\AA": " Å ",  # the angstrom, read by the units pass after its number
+    r"\ ": " ", r"\\": " ", r"\AA": " Å ", r"\textemdash": ", ", r"\textendash": ", ", r"\surd": " the square root of ",
+    r"\leftrightarrows": " is in equilibrium with ", r"\vert": " | ", r"\ast": " star ", r"\textquotedblleft": ' "', r"\textquotedblright": '" ', r"\textcent": " ¢ ",
+    r"\bullet": " · ", r"\textbullet": " · ", r"\textasteriskcentered": " * ", r"\AAngstrom": " Å ", r"\leqslant": " ≤ ",
+    r"\geqslant": " ≥ ", r"\textsterling": " £ ", r"\uparrow": " up ", r"\downarrow": " down ", r"\lvert": " | ", r"\rvert": " | ", r"\mid": " | ", r"\sum": " the sum of ", r"\int": " the integral of ",
+    r"\partial": " partial ", r"\nabla": " del ", r"\forall": " for all ", r"\exists": " there is ",
+    r"\wedge": " and ", r"\vee": " or ", r"\neg": " not ", r"\lnot": " not ", r"\land": " and ", r"\lor": " or ",
+    r"\supset": " implies ", r"\equiv": " is equivalent to ", r"\cong": " is congruent to ", r"\perp": " is perpendicular to ",
+    r"\parallel": " is parallel to ", r"\degree": " degrees ", r"\implies": " implies ", r"\iff": " if and only if ",  # the angstrom, read by the units pass after its number
 }
 _LATEX_GREEK = {f"\\{name}": f" {name} " for name in sorted(set(GREEK.values()))}
 _LATEX_GREEK.update({f"\\{name.capitalize()}": f" {name} " for name in sorted(set(GREEK.values()))})
 _LATEX_GREEK.update({r"\varepsilon": " epsilon ", r"\vartheta": " theta ", r"\varphi": " phi ", r"\varrho": " rho "})
+
+# Every command `_latex` reads, or drops knowing it says nothing (layout, fonts, sizes): any other is
+# unknown, and a turn holding one is refused by the inventory check (kame_data/text/inventory.py)
+# rather than said with its command dropped ('\\ding{217}', a list bullet, said "two hundred and seventeen").
+_LAYOUT = ("displaystyle textstyle scriptstyle limits nolimits big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr "
+           "mathcal mathsf mathtt mathbb boldsymbol bm rm bf it cal underline overline hline nonumber quad qquad "
+           "left right cdots ldots dots vdots text textrm textbf textit mathrm mathbf mathit mathscr operatorname "
+           "mbox widetilde rule frac dfrac tfrac sqrt hat bar vec tilde dot factorial nactorial mu circ textemdash textendash").split()
+KNOWN_COMMANDS = frozenset([k[1:] for k in (*_LATEX_WORDS, *_LATEX_GREEK) if k[1:].isalpha()] + _LAYOUT)
+
+
+_GREEK_NAMES = "|".join(sorted({*(k[1:] for k in _LATEX_GREEK), "mu"}, key=len, reverse=True))
+# A word command glued to the letters after it ('\\DeltaE', '\\partialV', '\\musmust'): the command, then the letters.
+_GLUED_NAMES = "|".join(sorted({*_GREEK_NAMES.split("|"), *(k[1:] for k in _LATEX_WORDS if k[1:].isalpha() and len(k) > 3),
+                                  "partial", "nabla", "text", "vert", "textquotedblleft", "textquotedblright",
+                                  "bullet", "textbullet", "AAngstrom"}, key=len, reverse=True))
+_GLUED_GREEK = re.compile(rf"\\({_GLUED_NAMES})(?!(?:{_GLUED_NAMES})(?![A-Za-z]))([A-Za-z]+)")
+
+
+def known_command(name: str) -> bool:
+    """Whether `_latex` has a reading for `\\name` (a Greek letter glued to a variable, '\\DeltaE', has)."""
+    glued = _GLUED_GREEK.fullmatch("\\" + name)
+    greek = name.startswith("text") and name[4:] in _GREEK_NAMES.split("|")
+    return name in KNOWN_COMMANDS or name == "ding" or greek or bool(glued and glued[1] != "text")
 
 
 def _is_math(inner: str) -> bool:
@@ -37,8 +68,8 @@ def _is_math(inner: str) -> bool:
     inner = inner.strip()
     if not inner:
         return False
-    if re.search(r"[\\^_{}=!]", inner):
-        return True
+    if re.search(r"[\\^_{}=!]", inner) or not re.match(r"[\d.,]", inner):
+        return True  # a pair that opens on a letter or a command ('$D0$', '$F(8,4)$', '$Å$') is a formula
     return bool(re.fullmatch(r"[A-Za-z](?:\s*[-+*/]\s*[A-Za-z0-9]+)*|[A-Za-z]\(\w\)|\d+\s*[A-Za-z]", inner))
 
 
@@ -49,6 +80,7 @@ def _latex(text: str) -> str:
     text = re.sub(r"\\(?:mathrm|text|textrm|textbf|textit|mathbf|mathit|mathscr|operatorname|mbox)\s*\{\s*~?([^{}]*)\}",
                   r" \1 ", text)
     text = text.replace("~", " ")
+    text = re.sub(r"\\sim\s*(?=[A-Z]\b|[A-Z][a-z]*\s*\()", " is distributed as ", text)  # 'X \\sim N(0,1)'
     text = re.sub(r"\\n?f?actorial\s*\{([^{}]*)\}", r" \1 factorial ", text)  # also MMLU-Pro's "\nactorial" typo
     text = re.sub(r"(?<=[A-Za-z0-9}])\s*!", " factorial ", text)
     text = re.sub(r"\b([A-Z][a-z]?(?:[A-Z][a-z]?)+)\s*_\s*\{?\s*(\d+)\s*\}?", r"\1\2", text)  # CO_2 -> CO2
@@ -64,6 +96,13 @@ def _latex(text: str) -> str:
     text = powers(text)
     # a micro prefix before a unit ('\\mu m', '\\mu\\mathrm{g}'): the unit symbol the units pass reads
     text = re.sub(r"\\mu\s*(?=(?:m|g|s|L|l|F|C|A|H|T|W|V|mol)\b)", "μ", text)
+    text = re.sub(r"\\ding\s*\{\s*\d+\s*\}", ", ", text)
+    text = re.sub(r"\\rule\s*\{[^{}]*\}\s*\{[^{}]*\}", " blank ", text)  # a fill-in line  # a dingbat: a list's bullet or arrow, not a number
+    text = re.sub(r"\\text(?=(?:" + _GREEK_NAMES + r")(?![A-Za-z]))", r"\\", text)  # '\\textphi' is '\\phi'
+    text = re.sub(r"\\sqrt\s*(\w)", r" the square root of \1 ", text)  # '\\sqrt 2'
+    text = re.sub(r"\\mu(m|g|s|F|H|A|V|C|L|mol)(?=[a-z]{2})", r"μ\1 ", text)  # '\\muFcapacitor'
+    text = _GLUED_GREEK.sub(lambda m: m[0] if m[1] == "text" or m[0][1:] in KNOWN_COMMANDS else f"\\{m[1]} {m[2]}",
+                            text)  # '\\DeltaE', '\\rhoV': a Greek letter and a variable
     text = re.sub(r"_\s*\{([^{}]*)\}", r" sub \1 ", text)
     text = re.sub(r"_\s*([A-Za-z0-9])", r" sub \1 ", text)
     for table in (_LATEX_GREEK, _LATEX_WORDS):
@@ -71,6 +110,12 @@ def _latex(text: str) -> str:
             text = re.sub(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else ""), table[k], text)
     text = re.sub(r"\\[A-Za-z]+", " ", text)  # unknown commands: drop the command, keep its arguments
     return text.replace("$", " ").replace("{", " ").replace("}", " ")
+
+
+def _closes_math(inner: str) -> bool:
+    """A `$` pair is a formula when it is not padded inside; a pair opening on a letter or a command may end in a
+    space ('$F(8, 4) $'); one opening on a number may not ('$20 = $34' is two prices)."""
+    return inner[:1] not in " \t" and (inner == inner.rstrip() or not re.match(r"[\d.,]", inner))
 
 
 def _over(num: str, den: str) -> str:
@@ -86,7 +131,7 @@ def powers(text: str) -> str:
     text = re.sub(r"\^\s*\{?\s*2\s*\}?(?!\d|\.\d)", " squared ", text)  # a full stop after it ends a sentence
     text = re.sub(r"\^\s*\{?\s*3\s*\}?(?!\d|\.\d)", " cubed ", text)
     text = re.sub(r"\^\s*\{\s*-\s*([^{}]+)\}", r" to the minus \1 ", text)
-    text = re.sub(r"\^\s*-\s*(\d+|[A-Za-z])", r" to the minus \1 ", text)
+    text = re.sub(r"\^\s*-\s*(\d+|[A-Za-z]|\([^()]*\))", r" to the minus \1 ", text)
     text = re.sub(r"\^\s*\{([^{}]*)\}", r" to the \1 ", text)
     return re.sub(r"\^\s*(\d+(?:\.\d+)?|[A-Za-z])", r" to the \1 ", text)
 
@@ -110,7 +155,7 @@ def math_spans(text: str) -> str:
     out, pos = [], 0
     for m in re.finditer(r"(?<!\\)\$([^$]*)(?<!\\)\$", text):
         # "$6 + $8 + $20 = $34": a closing "$" that opens a price, or padded with spaces, is money
-        if _is_math(m.group(1)) and not re.match(r"\d", text[m.end():]) and m.group(1) == m.group(1).strip():
+        if _is_math(m.group(1)) and not re.match(r"\d", text[m.end():]) and _closes_math(m.group(1)):
             out.append(text[pos:m.start()] + span(m))
             pos = m.end()
     out.append(text[pos:])

@@ -96,7 +96,7 @@ def say_fraction(num: int, den: int) -> str:
     The one reading of a fraction, wherever it stands (in a sum or in a sentence): a proper
     fraction with a common denominator is named, another proper one is 'sixty over one hundred',
     anything else is a division."""
-    if den == 0 or num >= den or not (den <= 20 or den in (32, 64) or num == 1 or (den == 100 and num < 10)):
+    if den <= 1 or num >= den or not (den <= 20 or den in (32, 64) or num == 1 or (den == 100 and num < 10)):
         return f"{cardinal(num)} {'divided by' if num >= den and den else 'over'} {cardinal(den)}"
     if den in _FRACTION_NAMES:
         return f"{cardinal(num)} {_FRACTION_NAMES[den][0 if num == 1 else 1]}"

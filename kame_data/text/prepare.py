@@ -12,6 +12,8 @@ import re
 import unicodedata
 from fractions import Fraction
 
+import ftfy
+
 from kame_data.text.numbers import NAMED_DIGITS, cardinal, say_digits
 
 _CIRCLED = {chr(0x2460 + i): i + 1 for i in range(20)}
@@ -33,6 +35,7 @@ def clean(text: str) -> str:
     # Quotes and apostrophes decoded as MacRoman in some MMLU-Pro rows ("nurseÕs", "ÒI was fired ...Ó").
     text = re.sub(r"(?<=[A-Za-z])Õ(?=[a-z])", "'", text)
     text = re.sub(r"Ò(?=\S)|(?<=\S)Ó", '"', text)
+    text = mended(text)
     text = unicodedata.normalize("NFKC", text)
     text = numeric_characters(text)
     if not text.isprintable():
@@ -42,7 +45,26 @@ def clean(text: str) -> str:
     text = re.sub(r"(?<=\d)\s*[–—]\s*(?=\$?\d)", _dash, text)
     # an en dash glued to a number where no number precedes is its minus sign: '(–2, 3)', '= –3', 'of –10°C'
     text = re.sub(r"(?<![^\s(\[=,:<>])–(?=\$?\.?\d)", "-", text)
+    # a spaced en dash between operands, one a lone letter or a bracket, is a minus: '1 – P(X = 0)', 'x – 3'
+    text = re.sub(r"(?:(?<=[\d)\]])|(?<=[A-Za-z])(?<![A-Za-z][A-Za-z]))\s+–\s+(?=[A-Za-z](?![A-Za-z])|[(\[])", " - ", text)
+    text = re.sub(r"(?<=[A-Za-z])(?<![A-Za-z][A-Za-z])\s+–\s+(?=\d)", " - ", text)
     return text.replace("–", ", ").replace("—", ", ")
+
+
+# UTF-8 punctuation read as MacRoman whose first byte was lost ('Äî' for an em dash), and a German
+# sharp s standing for a beta before a chemical name ('ß-carotene', 'ß-oxidation').
+_MACROMAN_TAILS = {"Äî": " — ", "Äì": " – ", "Äô": "'", "Äò": "'", "Äú": '"', "Äù": '"', "Ä¢": " • ", "Ä¶": "..."}
+
+
+def mended(text: str) -> str:
+    """Text decoded with the wrong codec, mended: ftfy's repair of whole sequences ('â€™', 'Ã©'), then
+    the MacRoman tails ftfy cannot see and the beta written as 'ß'."""
+    if text.isascii():
+        return text
+    text = ftfy.fix_encoding(text)
+    for bad, good in _MACROMAN_TAILS.items():
+        text = text.replace("‚" + bad, good).replace(bad, good)
+    return re.sub(r"(?<![A-Za-z])ß(?=\s*-?\s*[a-z])", "β", text)
 
 
 def numeric_characters(text: str) -> str:
@@ -73,7 +95,7 @@ def _dash(m: re.Match) -> str:
     start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
     end = re.search(r"(?:[.?!](?!\d)|\n|$)", text[m.end():])
     clause = text[start: m.end() + end.start()]
-    return " - " if "=" in clause else " to "
+    return " - " if re.search(r"[=+×*÷]", clause) else " to "
 
 
 def _circled(marks: str) -> str:
@@ -98,7 +120,7 @@ _ORBITAL = re.compile(r"\b([1-7])([spdf])(?=\s+(?:orbitals?|electrons?|subshells
 # A point or a pair of numbers in brackets, '(0, 0), (-1, 1)': said 'zero comma zero, minus one comma one',
 # so that a list of points keeps its pairs ('1,000' is a number: a comma followed by three digits and no space).
 _NUMBER = r"(-?\d+(?:\.\d+)?)"
-_POINT = re.compile(rf"\(\s*{_NUMBER}\s*,(?:\s+|(?!\d{{3}}\b))\s*{_NUMBER}"
+_POINT = re.compile(rf"(?<!\$)\(\s*{_NUMBER}\s*,(?:\s+|(?!\d{{3}}\b))\s*{_NUMBER}"
                     rf"(?:\s*,(?:\s+|(?!\d{{3}}\b))\s*{_NUMBER})?\s*\)")
 
 
@@ -116,6 +138,24 @@ def _tuple(m: re.Match) -> str:
     return " " + (" ".join(items) if len(items) == 2 and all(x.isalnum() for x in items) else ", ".join(items)) + " "
 
 
+# The angstrom written as an A with a degree sign raised after a number ('2750 A^°').
+ANGSTROM_CARET = re.compile(r"(?<=\d)\s*A\s*\^\s*\{?\s*(?:°|\\circ)(?:\s*\})?")
+
+
+# Units with a power written without the caret: 'J mol-1 K-1', 's-1 mol L-1', '250 rad s-1'.
+_UNIT = r"(?:J|kJ|W|g|kg|m|cm|s|L|cal|kcal|mol|K|T|h|yr|min|rad|Pa|N|V|A|Hz)"
+_UNIT_RUN = re.compile(rf"(?<![\w^-])({_UNIT}(?:-[1-4])?(?:\s+{_UNIT}(?:-[1-4])?)*)(?![\w^-])")
+
+
+def _unit_powers(m: re.Match) -> str:
+    """A run of unit symbols with at least one power, after a number or two units long, said with the caret."""
+    units = m[1].split()
+    after_number = bool(re.search(r"\d\s*$", m.string[:m.start()]))
+    if "-" not in m[1] or not (after_number or len(units) > 1):
+        return m[0]
+    return re.sub(r"-([1-4])\b", r"^-\1", m[1])
+
+
 def signs(text: str) -> str:
     """'\\$5' is a price; '- 10°C' after a word, or at the start, is a negative number; 'N_2O_4'
     is a formula (read 'N two O four'); '30!' is a factorial."""
@@ -123,6 +163,24 @@ def signs(text: str) -> str:
     text = text.replace("<=>", " ⇔ ").replace("->", " → ").replace("=>", " ⇒ ")
     text = re.sub(r"(?<=[\w)\]])\s*<=\s*(?=[-\w(])", " ≤ ", text)  # 'IF X1 <= 0'
     text = re.sub(r"(?<=[\w)\]])\s*>=\s*(?=[-\w(])", " ≥ ", text)
+    # a sign as a superscript with nothing after it: a charge or a one-sided limit ('mu^-', 'e^{-}', 'gal^+',
+    # 't = 0^+'); '^°' after a number's A is the angstrom ('150 A^°'), elsewhere a degree sign
+    text = ANGSTROM_CARET.sub(" Å", text)
+    text = re.sub(r"\^\s*\{?\s*°\s*\}?", "°", text)
+    text = re.sub(r"\^\s*\{?\s*\*\s*\}?", " star ", text)
+    text = re.sub(r"(?:(?<=[A-Z])|(?<=[A-Z][a-z]))\^\s*\{?\s*([+-])\s*(\d)\s*\}?(?![\d.])",
+                  lambda m: f" {m[2]} {'plus' if m[1] == '+' else 'minus'} ", text)  # 'Zn^+2', a charge  # 'P_A^*', '6-31G^*'
+    text = re.sub(r"(?<=[\w}])\s*\^\s*\{?\s*([+-])\s*\}?(?![\w({\\])", lambda m: " plus" if m[1] == "+" else " minus", text)
+    # a unit to the minus one written without the caret: 'J mol-1 K-1' (read 'per mole per kelvin' by the units pass)
+    text = _UNIT_RUN.sub(_unit_powers, text)
+    # a minus sign in front of a root or a bracket ('-sqrt(34)', '-(x + 1)'), and a spaced one between operands
+    # where one is a letter or a bracket ('Q = 60 - P', '(p - 20)', '4 - j2'); number - number is the arithmetic pass's
+    text = re.sub(r"(?<![\w-])-([xyz])(?=[-\s]?(?:direction|axis|axes|component))-?", r"negative \1 ", text)
+    text = re.sub(r"(?:^|(?<=[\s(\[{=<>,:;]))-\s?(?=sqrt\b|√|\\sqrt|\\frac|\(|[a-z](?![A-Za-z]))", " minus ", text)
+    text = re.sub(r"(?:(?<=[)\]}])|(?<=[A-Za-z])(?<![A-Za-z'][A-Za-z])|(?<=\d))\s+-\s+(?=[(\[]|[A-Za-z](?:\d|(?![A-Za-z'])))",
+                  " minus ", text)
+    text = re.sub(r"(?:(?<=[)\]}])|(?<=[A-Za-z])(?<![A-Za-z'][A-Za-z]))\s+-\s+(?=\d)", " minus ", text)
+    text = re.sub(r"(?<=[A-Za-z])\s+~\s+(?=[A-Za-z])", " is similar to ", text)  # 'polygon ABCDE ~ polygon PQRST'
     text = _ION.sub(_charge, text)
     text = _CONFIGURATION.sub(lambda m: _SHELL.sub(lambda s: f" {cardinal(int(s[1]))} {s[2]} {cardinal(int(s[3]))} ",
                                                    m[0]), text)  # '[Ar] 4s^2 3d^10'
@@ -133,13 +191,17 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<![^\s{(\[,=:])<([A-Za-z0-9]{1,4}(?:\s*,\s*-?[A-Za-z0-9.]{1,6}){1,3})>(?![\w=])",
                   _tuple, text)
     text = re.sub(r"\b(\d+)!(?=\s+[a-z]|\s*[,;)]|\s*$)", r"\1 factorial", text)
-    text = re.sub(r"(?<![\d.])(\d+)\((\d+)/(\d+)\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
+    text = re.sub(r"(\bsqrt\s*\([^()]*\))\s*/\s*(?=\d)", r"\1 ÷ ", text)  # 'sqrt(2)/8', not 'two eighths'
+    text = re.sub(r"(?<![\d.])(\d+)\(\s*(\d+)\s*/\s*(\d+)\s*\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
                   lambda m: f"{m.group(1)} {m.group(2)}/{m.group(3)}" if int(m.group(2)) < int(m.group(3))
                   else m.group(0), text)
-    text = re.sub(r"(?<![\w(])(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
+    text = re.sub(r"(?<![\w(/*+=^.-])(?<![-+*/=]\s)(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
     text = re.sub(r"\bet al\.'s", "and colleagues'", text)
     text = re.sub(r"\bsq\.?\s?ft\b\.?", "square feet", text)
+    text = re.sub(r"\bcu\.?\s?(in|ft|yd|cm|mm|m)\b(?:\.(?!\s+[A-Z]|\s*$))?", "\\1³", text)  # 'lb/cu in.': a cubic inch
+    text = re.sub(r"\b(in|ft|lb|lbs|oz|yd|mi|sec|min|hr)\.\s*/\s*(?=[a-z])", r"\1/", text)  # '40 in./sec'
+    text = re.sub(r"\blog\s*_\s*\{?\s*(\d+|e)\s*\}?\s*(?=[\w(])", r"log base \1 of ", text)  # 'log_10 3'
     text = re.sub(r"\\\$\s?(?=\d)", "$", text)
     text = re.sub(r"\b(at|to|of|is|be|from|and|or|by|was|were|are|about|equals?|between)\s+-\s+(?=\d)", r"\1 -", text)
     text = re.sub(r"([,;:(])\s*-\s+(?=\d)", r"\1 -", text)  # "A, - 12.37 Btu/hr": a negative option

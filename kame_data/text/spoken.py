@@ -48,7 +48,11 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # "kilovolts", not "kilo volts", and "74 pm" is seventy four picometers, not a time; an area or volume of a
 # length unit is "square feet", "cubic centimeters"; two bracketed sums side by side multiply, "(x-y)(x+y)").
 # 12: "No." is "number" only before a numeral ("It's F, No." said "number" and lost MMLU-Pro 7380's answer).
-SPOKEN_VERSION = "12"
+# 13: signs said or the turn refused (text/inventory.py): a spaced or bracketed minus, '-sqrt(34)', 'J mol-1 K-1';
+# a slash 'per' by a unit, 'or' between words, else 'over'; '~' and '·' in logic are 'not' and 'and'; a '$' pair
+# opening on a letter is LaTeX, never dollars; a charge '^+', '^+2', a star '^*', the angstrom 'A^°'; glued LaTeX
+# commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word.
+SPOKEN_VERSION = "13"
 
 
 @lru_cache(maxsize=8192)

@@ -6,6 +6,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from kame_data.text.compounds import is_word
+from kame_data.text.numbers import NUMBER_WORD
+from kame_data.text.units import UNIT_WORDS
+
 _SYMBOLS = {
     "+": " plus ", "=": " equals ", "×": " times ", "÷": " divided by ", "±": " plus or minus ",
     "≤": " less than or equal to ", "≥": " greater than or equal to ", "≠": " is not equal to ",
@@ -15,9 +19,16 @@ _SYMBOLS = {
     "#": " number ", "*": " times ", "^": " to the power of ", "~": " about ", "∈": " in ", "∉": " not in ",
     "∨": " or ", "∧": " and ", "¬": " not ", "⊃": " implies ", "≡": " is equivalent to ", "∀": " for all ",
     "∃": " there is ", "∥": " concatenated with ", "∑": " the sum of ", "∫": " the integral of ", "∂": " partial ",
-    "∇": " del ", "′": " prime ", "″": " double prime ", "·": " times ", "§": " section ", "¢": " cents ",
+    "∇": " del ", "∠": " angle ", "′": " prime ", "″": " double prime ", "·": " times ", "§": " section ", "¢": " cents ",
     "€": " euros ", "£": " pounds ", "¥": " yen ", "°": " degrees ",
 }
+
+
+# A formula of propositional logic: a connective, or a '~' before a letter or a bracket that is no approximation.
+LOGIC = re.compile(r"[⊃∨≡∧¬]|(?<![\w~])~\s*[A-Z(](?![a-z])")
+# Unit symbols after which (or before which) a slash is 'per' (kame_data/text/units.py has their names).
+UNIT_SYMBOLS = frozenset("kg g mg m cm mm km s ms h hr min yr mol kmol mmol L mL l J kJ W kW V A N Pa kPa MPa Hz K "
+                         "lb lbm lbf ft in mi yd gal atm Btu cal kcal psi C F T Wb eV".split())
 
 
 def _greek_name(ch: str) -> str:
@@ -69,7 +80,43 @@ def functions(text: str) -> str:
     return re.sub(r"(?<![\w'])([A-Za-zΑ-Ωα-ω])\(([^()]{1,30})\)", r"\1 of \2", text)
 
 
+def _solidus(m: re.Match) -> str:
+    """A slash between letters: 'or' between two words ('and/or', 'DiGeorge/Shprintzen'), 'per' after or
+    before a unit ('H two O/kmol'), else 'over', a division ('PQ/V', 'r/R')."""
+    left, right = m.group(1), m.group(2)
+    units = [w in UNIT_SYMBOLS or (len(w) > 1 and w in UNIT_WORDS) for w in (left, right)]
+    if all(units) or any(u and len(w) > 1 for u, w in zip(units, (left, right))):
+        return f"{left} per "
+    if left == "and" and right == "or":
+        return "and "
+    return f"{left} or " if prose_pair(left, right) else f"{left} over "
+
+
+_NUMBER_OR_LETTER = re.compile(rf"{NUMBER_WORD}|{'|'.join(sorted(set(GREEK.values())))}", re.IGNORECASE)
+
+
+_SHORT_PROSE = frozenset("no or on in up he we us me my".split())  # 'yes/no', 'on/off', 'he/she'
+
+
+def prose_pair(left: str, right: str) -> bool:
+    """Two words or names on either side of a slash: prose ('and/or', 'detection/recognition',
+    'DiGeorge/Shprintzen'), said 'or'; not symbols or units."""
+    return all((len(w) > 2 or w.lower() in _SHORT_PROSE) and w not in UNIT_SYMBOLS and not _NUMBER_OR_LETTER.fullmatch(w) and (is_word(w.lower()) or (w[0].isupper() and not w.isupper()
+                                                                               and len(w) > 3)) for w in (left, right))
+
+
+def logic(text: str) -> str:
+    """A formula of propositional logic says its connectives as logicians do: '~' is 'not' and '·' is
+    'and' ('(T · ~U) ⊃ ~W'), where elsewhere they are 'about' and 'times' (a '~' between two names is
+    'is similar to', kame_data/text/prepare.py `signs`)."""
+    if LOGIC.search(text):
+        text = re.sub(r"(?<=[\w)])\s*[·•]\s*(?=[\w(~¬])", " and ", text)
+        return re.sub(r"~\s*(?=[\w(~¬])", " not ", text)
+    return text
+
+
 def symbols(text: str) -> str:
+    text = logic(text)
     text = re.sub(r"(?<![\w-])([a-z])\s?-\s?([a-z])(?![\w-])|(?<![\w-])([A-Z])\s-\s([A-Z])(?![\w-])",
                   lambda m: f"{m.group(1) or m.group(3)} minus {m.group(2) or m.group(4)}", text)  # x-y, X - Y
     text = re.sub(r"(?<=\w)\s*\|\|\s*(?=\w)", " ∥ ", text)
@@ -83,5 +130,5 @@ def symbols(text: str) -> str:
             text = re.sub(rf"{ch}", f" {name} ", text)
     text = re.sub(r"\s*/\s*(?=(?:year|month|week|day|hour|minute|second|person|piece|unit|item|gallon|mile|pound|"
                   r"kilogram|meter|foot|liter|ounce)s?\b)", " per ", text)
-    text = re.sub(r"(?<=[A-Za-z])/(?=[A-Za-z])", " or ", text)
+    text = re.sub(r"([A-Za-z]+)\s*/\s*(?=([A-Za-z]+))", _solidus, text)
     return text.replace("/", " over ")

@@ -40,7 +40,7 @@ _UNITS: dict[str, tuple[str, str]] = {
     "TB": ("terabyte", "terabytes"), "°C": ("degree Celsius", "degrees Celsius"),
     "°F": ("degree Fahrenheit", "degrees Fahrenheit"), "°K": ("kelvin", "kelvin"), "°": ("degree", "degrees"),
     "M": ("molar", "molar"), "dB": ("decibel", "decibels"), "Å": ("angstrom", "angstroms"),
-    "pm": ("picometer", "picometers"), "lbm": ("pound mass", "pounds mass"), "Btu": ("B T U", "B T U"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
+    "pm": ("picometer", "picometers"), "lbm": ("pound mass", "pounds mass"), "Btu": ("B T U", "B T U"), "°R": ("degree Rankine", "degrees Rankine"), "μmol": ("micromole", "micromoles"), "nmol": ("nanomole", "nanomoles"),
     "mi/h": ("mile per hour", "miles per hour"), "ft/s": ("foot per second", "feet per second"),
     # engineering and physics units of MMLU-Pro rows ("1.5 MPa", "10 mH", "1200 rpm", "10 hp", "20 cc")
     "MPa": ("megapascal", "megapascals"), "GPa": ("gigapascal", "gigapascals"), "mH": ("millihenry", "millihenries"),
@@ -61,6 +61,12 @@ for _u in _LENGTHS:
     _UNITS[f"{_u}³"] = tuple(f"cubic {w}" for w in _UNITS[_u])  # type: ignore[assignment]
 _AREA = re.compile(rf"(\d)(\s*|-)({'|'.join(re.escape(u) for u in _LENGTHS)})\s+(squared|cubed)\b"
                    r"(?!\s*(?:[-+=*/]|(?:minus|plus|times|equals)\b))")  # not in a sum: '4m^2 + 3m'
+
+# Every unit as symbol or as said ('kg', 'kilograms', 'meters squared'), and abbreviations the table leaves to
+# context ('sec', 'hr', 'deg', 'dL'): a slash next to one is 'per' (kame_data/text/symbols.py `_solidus`).
+UNIT_WORDS = frozenset({*_UNITS, *(n.split()[-1] for names in _UNITS.values() for n in names), "squared", "cubed",
+                        "sec", "secs", "hr", "hrs", "deg", "dL", "dl", "gm", "gms", "kw", "yr", "yrs", "day", "days",
+                        "week", "month", "year", "hour", "minute", "second"})
 
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
