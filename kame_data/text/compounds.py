@@ -164,7 +164,7 @@ def run_together(text: str) -> str:
 
 # Function words that lose their space upstream ('theattenuation', 'beenisothermal', 'thanabout'): a run
 # with one of them is split into words wherever every piece is a word; a run without is left whole
-# unless every piece is common (science words are built from word-like pieces: 'hemo pneumothorax').
+# (science words and compounds are built from word-like pieces: 'hemo pneumothorax', 'mid face').
 _GLUE = frozenset("the of and be been are is was were to in a an as that with for by on at from than or "
                   "into its it this these which".split())
 
@@ -193,13 +193,14 @@ def _two_glued(piece: str) -> bool:
 
 
 def glued(token: str) -> tuple[str, ...] | None:
-    """`pieces` of a run the normaliser splits: one with a glued function word, or of common words."""
+    """`pieces` of a run the normaliser splits: one with a glued function word and common words (one rare word
+    of six letters or more may sit between: 'the attenuation')."""
     found = pieces(token)
     if not found or (len(token) < MIN_LENGTH and found[0] not in _GLUE):
         return None  # a short run splits only after a glued function word: 'thetop', 'itis'
     if any(len(p) < 4 and p not in _GLUE and ranks().get(p, COMMON) >= SHORT_COMMON for p in found):
         return None  # 'kilo hms': rare short pieces are how a split goes wrong
     rare = [p for p in found if p not in _GLUE and ranks().get(p, COMMON) >= COMMON]
-    if not rare or (any(p in _GLUE for p in found) and len(rare) == 1 and len(rare[0]) >= 6):
+    if any(p in _GLUE for p in found) and (not rare or (len(rare) == 1 and len(rare[0]) >= 6)):
         return found
-    return None
+    return None  # common pieces with no function word make compounds: 'midface', 'sociocultural'

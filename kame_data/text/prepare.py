@@ -198,6 +198,9 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<![\w(/*+=^.-])(?<![-+*/=]\s)(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
     text = re.sub(r"\bet al\.'s", "and colleagues'", text)
+    # a blood pressure, '135/90 mm Hg', is said 'one hundred and thirty five over ninety', never a division
+    text = re.sub(r"\b(\d{2,3})\s*/\s*(\d{2,3})(?=\s*mm\s*Hg\b)", lambda m: f"{m[1]} over {m[2]}", text)
+    text = re.sub(r"\bmm\s+Hg\b", "mmHg", text)
     text = re.sub(r"\bsq\.?\s?ft\b\.?", "square feet", text)
     text = re.sub(r"\bcu\.?\s?(in|ft|yd|cm|mm|m)\b(?:\.(?!\s+[A-Z]|\s*$))?", "\\1³", text)  # 'lb/cu in.': a cubic inch
     text = re.sub(r"\b(in|ft|lb|lbs|oz|yd|mi|sec|min|hr)\.\s*/\s*(?=[a-z])", r"\1/", text)  # '40 in./sec'

@@ -51,7 +51,8 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # 13: signs said or the turn refused (text/inventory.py): a spaced or bracketed minus, '-sqrt(34)', 'J mol-1 K-1';
 # a slash 'per' by a unit, 'or' between words, else 'over'; '~' and '·' in logic are 'not' and 'and'; a '$' pair
 # opening on a letter is LaTeX, never dollars; a charge '^+', '^+2', a star '^*', the angstrom 'A^°'; glued LaTeX
-# commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word.
+# commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word;
+# a citation's year and a year offered for 'when' said as years; '80 C' by a boiling point is Celsius.
 SPOKEN_VERSION = "13"
 
 

@@ -71,6 +71,9 @@ UNIT_WORDS = frozenset({*_UNITS, *(n.split()[-1] for names in _UNITS.values() fo
 # Units that are also ordinary words or letters: only taken right after a number and when no
 # letter follows ("5 in." yes, "5 in the box" no; "2 m long" yes).
 _AMBIGUOUS_UNITS = {"in", "s", "h", "m", "l", "L", "g", "K", "N", "J", "V", "W", "C", "F", "T", "M", "min", "mi"}
+# Words that make a bare 'C' after a number a temperature, not a charge in coulombs.
+_TEMPERATURE = re.compile(r"\b(?:temperatures?|boil(?:s|ing|ed)?|melt(?:s|ing|ed)?|freez(?:es|ing)|heated|cooled|warm(?:er|ed)?|"
+                          r"cold(?:er)?|hot(?:ter)?|thermometer|°)", re.IGNORECASE)
 # Words after an ambiguous unit that show it is one: "2 m long", "5 s later".
 _MEASURE_WORDS = {"long", "wide", "high", "tall", "deep", "away", "later", "earlier", "apart", "thick", "each",
                   "per", "of", "from", "and", "or", "to", "at", "for", "with", "above", "below", "across", "by"}
@@ -143,6 +146,8 @@ def units(text: str) -> str:
     text = re.sub(rf"(?<![\w.])({VALUE})\s*({alt})\s*[x×]\s*(?=\d)", r"\1 \2 by ", text)
     text = re.sub(rf"(?<![A-Za-z])({alt})\s*to the minus (?:one|1)\b", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)
     text = re.sub(rf"(?<=[a-z])/({alt})(?![A-Za-z0-9])", lambda m: f" per {_UNITS[m.group(1)][0]} ", text)  # rev/s
+    text = re.sub(rf"(?<=\d)\s*/\s*({alt})(?![A-Za-z0-9/°])",  # '96/min', a count per unit (a letter alone is a variable)
+                  lambda m: f" per {_UNITS[m.group(1)][0]} " if len(m.group(1)) > 1 else m.group(0), text)
 
     def unit(m: re.Match) -> str:
         name = m.group(2)
@@ -162,6 +167,8 @@ def units(text: str) -> str:
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
             if name == "s" and glued and m.group(1).isdigit() and _NUMBER_PLURAL.search(m.string[:m.start()]):
                 return f" {plural_of(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
+            if name == "C" and _TEMPERATURE.search(m.string):  # 'boils at 80 C': Celsius, not coulombs
+                return f" {say_number(m.group(1))} degrees Celsius "
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]

@@ -82,6 +82,15 @@ READS_RIGHT = [
     ("The tube is bepolytropic here.", r"be polytropic"),
     ("The virus is inactivated by heat.", r"is inactivated by"),
     ("The enzyme transconductance rises.", r"transconductance"),
+    # readings nemo-text-processing got right and we did not (issue 66's evaluation)
+    ("When was he born? Is it A, 1935; or B, 1940?", r"A, nineteen thirty five; or B, nineteen forty"),
+    ("As argued before (Smith, 1946).", r"Smith, nineteen forty six"),
+    ("It has a boiling point of 80 C at sea level.", r"eighty degrees Celsius"),
+    ("A pulse of 96/min and regular.", r"ninety six per minute"),
+    ("Blood pressure is 135/90 mm Hg.", r"one hundred and thirty five over ninety millimeters of mercury"),
+    ("The entropy is 0.1467 Btu/°R here.", r"zero point one four six seven B T U per degree Rankine"),
+    ("It is sqrt(2)/8 long.", r"the square root of two divided by eight"),
+    ("The speed is 40 in./sec now.", r"forty inches per second"),
 ]
 
 
