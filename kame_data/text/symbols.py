@@ -80,16 +80,23 @@ def functions(text: str) -> str:
     return re.sub(r"(?<![\w'])([A-Za-zΑ-Ωα-ω])\(([^()]{1,30})\)", r"\1 of \2", text)
 
 
+_FORMULA = re.compile(r"\b(?:equals|given by|formula|ratio of|divided)\b")
+_MONEY = frozenset("dollar dollars cent cents euro euros pound pounds yen penny pence".split())
+
+
 def _solidus(m: re.Match) -> str:
     """A slash between letters: 'or' between two words ('and/or', 'DiGeorge/Shprintzen'), 'per' after or
     before a unit ('H two O/kmol'), else 'over', a division ('PQ/V', 'r/R')."""
     left, right = m.group(1), m.group(2)
+    if left in _MONEY:
+        return f"{left} per "  # '$10/point' is ten dollars a point
     units = [w in UNIT_SYMBOLS or (len(w) > 1 and w in UNIT_WORDS) for w in (left, right)]
     if all(units) or any(u and len(w) > 1 for u, w in zip(units, (left, right))):
         return f"{left} per "
     if left == "and" and right == "or":
         return "and "
-    return f"{left} or " if prose_pair(left, right) else f"{left} over "
+    formula = _FORMULA.search(m.string)  # 'speed is given by distance / time': a division, not 'or'
+    return f"{left} or " if prose_pair(left, right) and not formula else f"{left} over "
 
 
 _NUMBER_OR_LETTER = re.compile(rf"{NUMBER_WORD}|{'|'.join(sorted(set(GREEK.values())))}", re.IGNORECASE)

@@ -56,6 +56,10 @@ READS_RIGHT = [
     ("The field is 10 V/m.", r"V per m|volts per meter"),
     ("Bring pens and/or pencils.", r"pens and or pencils"),
     ("The DiGeorge/Shprintzen syndrome.", r"DiGeorge or Shprintzen"),
+    ("Speed is given by distance / time.", r"distance over time"),
+    ("He got the extra $10/point bonus.", r"ten dollars per point bonus"),
+    ("It costs 3€/game in all.", r"three euros per game"),
+    ("Here NNP = GNP / Depreciation.", r"GNP over Depreciation"),
     # powers before a non-number
     ("The ion gal^+ forms.", r"gal plus"),
     ("Take the limit t = 0^+ now.", r"zero plus"),
