@@ -173,6 +173,8 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<=[\w}])\s*\^\s*\{?\s*([+-])\s*\}?(?![\w({\\])", lambda m: " plus" if m[1] == "+" else " minus", text)
     # a unit to the minus one written without the caret: 'J mol-1 K-1' (read 'per mole per kelvin' by the units pass)
     text = _UNIT_RUN.sub(_unit_powers, text)
+    # a power of ten whose exponent lost its superscript after a mantissa of scientific notation: '2.7 × 108 m/s'
+    text = re.sub(r"(?<![\d.])(\d\.\d+\s*[×x]\s*)10([1-9]\d?)(?![\d.])(?!\s*[=+*/-])", r"\g<1>10^\2", text)
     # a minus sign in front of a root or a bracket ('-sqrt(34)', '-(x + 1)'), and a spaced one between operands
     # where one is a letter or a bracket ('Q = 60 - P', '(p - 20)', '4 - j2'); number - number is the arithmetic pass's
     text = re.sub(r"(?<![\w-])-([xyz])(?=[-\s]?(?:direction|axis|axes|component))-?", r"negative \1 ", text)

@@ -15,7 +15,7 @@ from kame_data.text.numbers import NUM, VALUE, cardinal, plural_of, say_fraction
 # unit -> (singular, plural)
 _UNITS: dict[str, tuple[str, str]] = {
     "km": ("kilometer", "kilometers"), "m": ("meter", "meters"), "cm": ("centimeter", "centimeters"),
-    "mm": ("millimeter", "millimeters"), "μm": ("micrometer", "micrometers"), "nm": ("nanometer", "nanometers"),
+    "mm": ("millimeter", "millimeters"), "dm": ("decimeter", "decimeters"), "μm": ("micrometer", "micrometers"), "nm": ("nanometer", "nanometers"),
     "kg": ("kilogram", "kilograms"), "g": ("gram", "grams"), "mg": ("milligram", "milligrams"),
     "μg": ("microgram", "micrograms"), "lb": ("pound", "pounds"), "lbs": ("pound", "pounds"),
     "oz": ("ounce", "ounces"), "ft": ("foot", "feet"), "in": ("inch", "inches"), "mi": ("mile", "miles"),
@@ -55,7 +55,7 @@ _UNITS: dict[str, tuple[str, str]] = {
 }
 # Areas and volumes: '125 ft^2' is 'one hundred and twenty five square feet', '20 cm^3' 'twenty cubic
 # centimeters' (`units` turns 'ft squared' after a number into 'ft²' first).
-_LENGTHS = ("km", "m", "cm", "mm", "μm", "nm", "ft", "in", "yd", "mi")
+_LENGTHS = ("km", "m", "dm", "cm", "mm", "μm", "nm", "ft", "in", "yd", "mi")
 for _u in _LENGTHS:
     _UNITS[f"{_u}²"] = tuple(f"square {w}" for w in _UNITS[_u])  # type: ignore[assignment]
     _UNITS[f"{_u}³"] = tuple(f"cubic {w}" for w in _UNITS[_u])  # type: ignore[assignment]

@@ -95,6 +95,8 @@ READS_RIGHT = [
     ("The entropy is 0.1467 Btu/°R here.", r"zero point one four six seven B T U per degree Rankine"),
     ("It is sqrt(2)/8 long.", r"the square root of two divided by eight"),
     ("The speed is 40 in./sec now.", r"forty inches per second"),
+    ("Light moves at 2.7 × 108 m/s here.", r"two point seven times ten to the eight meters per second"),
+    ("It holds 1 dm^3 of benzene.", r"one cubic decimeter"),
 ]
 
 
