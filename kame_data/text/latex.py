@@ -109,7 +109,8 @@ def _latex(text: str) -> str:
         for k in sorted(table, key=len, reverse=True):
             text = re.sub(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else ""), table[k], text)
     text = re.sub(r"\\[A-Za-z]+", " ", text)  # unknown commands: drop the command, keep its arguments
-    return text.replace("$", " ").replace("{", " ").replace("}", " ")
+    text = text.replace("$", " ").replace("{", " ").replace("}", " ")
+    return re.sub(r"(?<=\w)\s*/\s*(?=\w)", "/", text)  # '\\mathrm{m}/\\mathrm{s}' is 'm/s', a unit the units pass reads
 
 
 def _closes_math(inner: str) -> bool:

@@ -97,6 +97,7 @@ READS_RIGHT = [
     ("The speed is 40 in./sec now.", r"forty inches per second"),
     ("Light moves at 2.7 × 108 m/s here.", r"two point seven times ten to the eight meters per second"),
     ("It holds 1 dm^3 of benzene.", r"one cubic decimeter"),
+    ("Is it A, 35 $\\mathrm{m}/\\mathrm{s}$; or B?", r"thirty five meters per second"),
 ]
 
 
