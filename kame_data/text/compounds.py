@@ -39,6 +39,9 @@ _PREFIXES = ("un", "re", "pre", "non", "anti", "over", "under", "hyper", "micro"
              "kilo", "milli", "mega", "giga", "tera", "nano", "pico", "femto", "centi", "deci", "hecto",
              # and the prefixes of science words ('inactivated', 'transconductance', 'immunotherapy')
              "in", "im", "en", "trans", "immuno", "electro", "thermo", "photo", "hydro", "neuro", "cardio")
+# 'in-', 'im-', 'en-' make words of derived stems ('inactivated', 'insoluble'), not of nouns glued to 'in' ('incrustacea').
+_NEGATING = frozenset({"in", "im", "en"})
+_DERIVED = re.compile(r"(?:ed|able|ible|ive|ity|ate|ates|ated|ent|ant|al|ic|ous|ion|ions|ly|ness)$")
 # Two-letter halves only from words that are never the end of a longer one ('va lorem', 'di hybrid').
 _SHORT = frozenset("a i to of in on at by an as is it be or if so no up we he my me us do am".split())
 SHORT_COMMON = 2_000  # a three-letter half must be this common: 'the', 'six', 'law'; not 'der', 'ee'
@@ -72,7 +75,8 @@ def is_word(token: str) -> bool:
             if stem in r or stem + "e" in r or (stem[-1] == "i" and stem[:-1] + "y" in r) \
                     or (len(stem) > 3 and stem[-1] == stem[-2] and stem[:-1] in r):
                 return True
-    return any(token.startswith(p) and len(token) - len(p) >= 4 and is_word(token[len(p):]) for p in _PREFIXES)
+    return any(token.startswith(p) and len(token) - len(p) >= 4 and is_word(token[len(p):])
+               and (p not in _NEGATING or _DERIVED.search(token)) for p in _PREFIXES)
 
 
 def split_token(token: str) -> tuple[str, str] | None:

@@ -26,9 +26,9 @@ _LATEX_WORDS = {
     r"\|": " ∥ ", r"\{": " ", r"\}": " ",
     r"\left": "", r"\right": "", r"\,": " ", r"\;": " ", r"\:": " ", r"\!": "", r"\quad": " ", r"\qquad": " ",
     r"\ ": " ", r"\\": " ", r"\AA": " Å ", r"\textemdash": ", ", r"\textendash": ", ", r"\surd": " the square root of ",
-    r"\leftrightarrows": " is in equilibrium with ", r"\vert": " | ", r"\ast": " star ", r"\textquotedblleft": ' "', r"\textquotedblright": '" ', r"\textcent": " ¢ ",
+    r"\leftrightarrows": " is in equilibrium with ", r"\vert": "|", r"\ast": " star ", r"\textquotedblleft": ' "', r"\textquotedblright": '" ', r"\textcent": " ¢ ",
     r"\bullet": " · ", r"\textbullet": " · ", r"\textasteriskcentered": " * ", r"\AAngstrom": " Å ", r"\leqslant": " ≤ ",
-    r"\geqslant": " ≥ ", r"\textsterling": " £ ", r"\uparrow": " up ", r"\downarrow": " down ", r"\lvert": " | ", r"\rvert": " | ", r"\mid": " | ", r"\sum": " the sum of ", r"\int": " the integral of ",
+    r"\geqslant": " ≥ ", r"\textsterling": " £ ", r"\uparrow": " ", r"\downarrow": " ",  # a gas given off, a precipitate r"\lvert": "|", r"\rvert": "|", r"\mid": " | ", r"\sum": " the sum of ", r"\int": " the integral of ",
     r"\partial": " partial ", r"\nabla": " del ", r"\forall": " for all ", r"\exists": " there is ",
     r"\wedge": " and ", r"\vee": " or ", r"\neg": " not ", r"\lnot": " not ", r"\land": " and ", r"\lor": " or ",
     r"\supset": " implies ", r"\equiv": " is equivalent to ", r"\cong": " is congruent to ", r"\perp": " is perpendicular to ",
@@ -127,6 +127,10 @@ def _over(num: str, den: str) -> str:
 
 
 def powers(text: str) -> str:
+    # an ion's charge as a superscript ('Sn^2+(a = 0.1)', 'Fe^{3+},'): 'two plus', never 'squared plus'
+    text = re.sub(r"(?<=[A-Za-z])\^\s*\{?\s*(?:(\d)\s*([+-])\s*\}?(?=\s*[(,;.)]|\s*$)|([+-])\s*\}?(?=\s*[,;.)]|\s*$))",
+                  lambda m: f" {m[1] or ''} {'plus' if (m[2] or m[3]) == '+' else 'minus'} ", text)
+    text = re.sub(r"(\^\s*(?:\{[^{}]*\}|\d+|[A-Za-z]))-(?=[\w(])", r"\1 minus ", text)  # 'x^2-y'
     # a spaced hyphen after a power subtracts ('x^2 - y^2'); after the words it becomes it would read as a pause
     text = re.sub(r"(\^\s*(?:\{[^{}]*\}|-?[\w.]+))\s+-\s+(?=[\w(])", r"\1 minus ", text)
     text = re.sub(r"\^\s*\{?\s*2\s*\}?(?!\d|\.\d)", " squared ", text)  # a full stop after it ends a sentence

@@ -88,9 +88,13 @@ def _solidus(m: re.Match) -> str:
     """A slash between letters: 'or' between two words ('and/or', 'DiGeorge/Shprintzen'), 'per' after or
     before a unit ('H two O/kmol'), else 'over', a division ('PQ/V', 'r/R')."""
     left, right = m.group(1), m.group(2)
+    if {left, right} <= {"a", "an"}:
+        return f"{left} or "  # 'a/an'
     if left in _MONEY:
         return f"{left} per "  # '$10/point' is ten dollars a point
     units = [w in UNIT_SYMBOLS or (len(w) > 1 and w in UNIT_WORDS) for w in (left, right)]
+    if units[0] and not units[1] and re.fullmatch(NUMBER_WORD, right):
+        return f"{left} over "  # 't squared/two' is a division, not a rate
     if all(units) or any(u and len(w) > 1 for u, w in zip(units, (left, right))):
         return f"{left} per "
     if left == "and" and right == "or":
@@ -127,7 +131,8 @@ def symbols(text: str) -> str:
     text = re.sub(r"(?<![\w-])([a-z])\s?-\s?([a-z])(?![\w-])|(?<![\w-])([A-Z])\s-\s([A-Z])(?![\w-])",
                   lambda m: f"{m.group(1) or m.group(3)} minus {m.group(2) or m.group(4)}", text)  # x-y, X - Y
     text = re.sub(r"(?<=\w)\s*\|\|\s*(?=\w)", " ∥ ", text)
-    text = re.sub(r"(?<![\w|])\|([^|\n]{1,30})\|(?![\w|])", r" the absolute value of \1 ", text)
+    if not re.search(r"\|\s*\|", text):  # 'Zn | Zn^2+ || Cu': a cell's phase boundaries, no absolute value
+        text = re.sub(r"(?<![\w|])\|([^|\n]{1,30})\|(?![\w|])", r" the absolute value of \1 ", text)
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)
     text = text.replace("•", " and ")
     for k in sorted(_SYMBOLS, key=len, reverse=True):

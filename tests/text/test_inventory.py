@@ -98,6 +98,11 @@ READS_RIGHT = [
     ("Light moves at 2.7 × 108 m/s here.", r"two point seven times ten to the eight meters per second"),
     ("It holds 1 dm^3 of benzene.", r"one cubic decimeter"),
     ("Is it A, 35 $\\mathrm{m}/\\mathrm{s}$; or B?", r"thirty five meters per second"),
+    ("Expand x^2-y and x^{2}-1 here.", r"x squared minus y and x squared minus one"),
+    ("The cell Pt\\vertSn^2+(a = 0.1)\\vert \\vertFe^3+(a = 0.2)\\vertFe works.", r"Sn two plus a equals.*Fe three plus"),
+    ("Note |x - 3| = 2 here.", r"the absolute value of x minus three"),
+    ("The larva molting incrustacea is seen.", r"molting in crustacea"),
+    ("Grades run t^2/2 until then.", r"t squared over two"),
 ]
 
 
