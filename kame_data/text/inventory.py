@@ -72,7 +72,7 @@ _NEGATIVE_POWER = re.compile(r"\^\s*\{?\s*-|\b(?:mol|K|s|m|g|kg|L|J|cm|yr|h|min|
 # numerals pass) and not between two words (prose: 'and/or', 'yes/no', said 'or'; `_written`).
 _SLASH = re.compile(r"(?<!\b[nN])(?:(?<!\d)/|/(?!\d))(?!/)")  # not 'n/30', credit terms said 'net thirty'
 _SOLIDUS_WORDS = re.compile(r"(?<![\w])([A-Za-z]{2,})/(?=([A-Za-z]{2,})(?![\w]))")
-_CARET = re.compile(r"\^(?!\s*\{?\s*(?:-|\\circ|°|\*|\\ast|\d?[+-]\d?\s*\}?(?![\w(])))")
+_CARET = re.compile(r"\^(?!\s*\{?\s*(?:-|\\circ|°|\*|\\ast|\d?[+-]\d?\s*\}?(?![\w(])|\d[+-]\s*\}?\())")
 
 MARKS: tuple[Mark, ...] = (
     Mark("minus sign", _MINUS, _w("minus|negative")),
