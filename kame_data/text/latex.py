@@ -97,6 +97,7 @@ def _latex(text: str) -> str:
     # a micro prefix before a unit ('\\mu m', '\\mu\\mathrm{g}'): the unit symbol the units pass reads
     text = re.sub(r"\\mu\s*(?=(?:m|g|s|L|l|F|C|A|H|T|W|V|mol)\b)", "μ", text)
     text = re.sub(r"\\ding\s*\{\s*\d+\s*\}", ", ", text)
+    text = re.sub(r"\^\s*\{?\s*\\rule\s*\{[^{}]*\}\s*\{[^{}]*\}", "^-", text)  # a rule drawn as a superscript's minus
     text = re.sub(r"\\rule\s*\{[^{}]*\}\s*\{[^{}]*\}", " blank ", text)  # a fill-in line  # a dingbat: a list's bullet or arrow, not a number
     text = re.sub(r"\\text(?=(?:" + _GREEK_NAMES + r")(?![A-Za-z]))", r"\\", text)  # '\\textphi' is '\\phi'
     text = re.sub(r"\\sqrt\s*(\w)", r" the square root of \1 ", text)  # '\\sqrt 2'

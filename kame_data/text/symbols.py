@@ -112,7 +112,7 @@ _SHORT_PROSE = frozenset("no or on in up he we us me my".split())  # 'yes/no', '
 def prose_pair(left: str, right: str) -> bool:
     """Two words or names on either side of a slash: prose ('and/or', 'detection/recognition',
     'DiGeorge/Shprintzen'), said 'or'; not symbols or units."""
-    return all((len(w) > 2 or w.lower() in _SHORT_PROSE) and w not in UNIT_SYMBOLS and not w.isupper() and not _NUMBER_OR_LETTER.fullmatch(w) and (is_word(w.lower()) or (w[0].isupper() and not w.isupper()
+    return all((len(w) > 2 or w.lower() in _SHORT_PROSE) and w not in UNIT_SYMBOLS and not _NUMBER_OR_LETTER.fullmatch(w) and (is_word(w.lower()) or (w[0].isupper() and not w.isupper()
                                                                                and len(w) > 3)) for w in (left, right))
 
 

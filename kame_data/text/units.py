@@ -64,7 +64,7 @@ _AREA = re.compile(rf"(\d)(\s*|-)({'|'.join(re.escape(u) for u in _LENGTHS)})\s+
 
 # Every unit as symbol or as said ('kg', 'kilograms', 'meters squared'), and abbreviations the table leaves to
 # context ('sec', 'hr', 'deg', 'dL'): a slash next to one is 'per' (kame_data/text/symbols.py `_solidus`).
-UNIT_WORDS = frozenset({*_UNITS, *(n.split()[-1] for names in _UNITS.values() for n in names), "squared", "cubed",
+UNIT_WORDS = frozenset({*_UNITS, *(n.split()[-1] for names in _UNITS.values() for n in names),
                         "sec", "secs", "hr", "hrs", "deg", "dL", "dl", "gm", "gms", "kw", "yr", "yrs", "day", "days",
                         "week", "month", "year", "hour", "minute", "second"})
 
@@ -185,7 +185,7 @@ def units(text: str) -> str:
                 say_fraction(int(frac.group(2)), int(frac.group(3)))
             words = f" {said} {singular if attributive else plural}"
         else:
-            one = value in ('1', '1.0') or attributive
+            one = re.fullmatch(r"0*1(?:\.0*)?", value) is not None or attributive  # '1', '1.00'
             words = f" {say_number(value)} {singular if one else plural}"
         words = f" {minus}{words.lstrip()}"
         if m.group(3):
