@@ -251,7 +251,7 @@ def plan_cmd(
                                                "(default: the ones shipped, measured on a 2-core machine)."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="On a CPU other than the calibration's, scale its "
                                "rates by this CPU's measured speed on each kind of work (about 15 s, once per "
-                               "CPU; kame_data/speed_probe.py). --no-probe: the calibration's rates as they are."),
+                               "CPU; kame_data/plan/speed_probe.py). --no-probe: the calibration's rates as they are."),
     rows: list[str] = typer.Option([], "--rows", metavar="SOURCE=FILE", help="A local copy of a hub source's "
                                    "split (JSONL, JSON or Parquet), to count its dialogues on its own rows; repeat per "
                                    "source."),
@@ -278,8 +278,8 @@ def plan_cmd(
     import json
     import os
 
-    from kame_data.plan import format_plan, plan_recipe
-    from kame_data.projection import Resources, load_calibration, to_this_cpu
+    from kame_data.plan.planner import format_plan, plan_recipe
+    from kame_data.plan.projection import Resources, load_calibration, to_this_cpu
     from kame_data.recipe import RecipeError, load_recipe
 
     copies = {}

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kame_data.llm.accounting import Prices
-from kame_data.projection import Projection, Resources, format_projection, load_calibration, project
+from kame_data.plan.projection import Projection, Resources, format_projection, load_calibration, project
 from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.stage import OracleStage
 from kame_data.recipe import Recipe, SourceSpec
@@ -26,7 +26,7 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
-from kame_data.yields import MIN_YIELD_SAMPLE, after_yield, dialogue_counts, rewrite_note, sampled_turns, source_items
+from kame_data.plan.yields import MIN_YIELD_SAMPLE, after_yield, dialogue_counts, rewrite_note, sampled_turns, source_items
 
 log = logging.getLogger(__name__)
 
