@@ -93,6 +93,16 @@ def run(
         kame-data run kame_paper --executor ray --ray-address HEAD:6379 --out /shared/paper \\
             --checkpoints s3://bucket/paper/ckpt --llm-cache s3://bucket/llm-cache
 
+    Your own items: a source of `kind: jsonl` reads any JSONL, JSON or Parquet file; `fields:` names
+    the field holding each part (question and answer at least; options, category, explanation and
+    id too; a dotted name reaches into a nested object). `kame-data plan` warns when a field
+    matches no row.
+
+    \b
+        sources:
+          - {kind: jsonl, name: trivia, path: trivia.jsonl, license: cc-by-4.0,
+             fields: {question: q, answer: a, options: choices}}
+
     Example:  kame-data run recipes/quickstart.yaml --out out/quickstart --limit 2
     """
     from kame_data.dataset.layout import DatasetError
@@ -143,7 +153,7 @@ def run(
     m = result.manifest
     if until:
         typer.secho(f"stopped after {until}: {m['records']} records in {m['path']}", fg=typer.colors.GREEN)
-        typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({len(result.rejects)})")
+        typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({_by_reason(result.rejects)})")
         _allocation_lines(m.get("allocation") or {})
         _stopped_exit(stopped)
         return
@@ -153,13 +163,22 @@ def run(
                f"{m['audio_hours'] * 60:.1f} min of audio, {m['oracle_events']} oracle events "
                f"in {time.perf_counter() - t0:.0f} s")
     typer.echo(f"  card:    {(out_dir / 'README.md').resolve()}")
-    typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({sum(m['rejects'].values())})")
+    typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({_by_reason(m['rejects'])})")
     typer.echo(f"  load:    datasets.load_dataset('parquet', data_dir='{(out_dir / 'data').resolve()}')")
+    typer.echo("           without torchcodec (a CPU-only machine): .cast_column('audio', Audio(decode=False))")
     _allocation_lines(m.get("allocation") or {})
     if m.get("stopped") and stopped is None:  # the budget: the run did what it was allowed to
         typer.secho(f"stopped: {m['stopped']}; rerun the same command (with a higher oracle.budget_usd) to "
                     "continue", fg=typer.colors.YELLOW)
     _stopped_exit(stopped)
+
+
+def _by_reason(rejects) -> str:
+    """"12: malformed_question 10, too_long 2" (the count, then the reasons), or "0"."""
+    from kame_data.records import reasons_line
+
+    n = sum(rejects.values()) if isinstance(rejects, dict) else len(rejects)
+    return f"{n}: {reasons_line(rejects)}" if n else "0"
 
 
 def _allocation_lines(allocation: dict) -> None:
