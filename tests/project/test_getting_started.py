@@ -55,11 +55,14 @@ def test_the_pages_recipe_plans_without_a_warning(tmp_path):
 
 def _clean_checkout(dest: Path) -> Path:
     """This commit, cloned; the environment is this checkout's .venv, and the clone's own lock files
-    are dated before its setup stamp, so `make` takes the environment as set up (it is: the same locks)."""
+    are dated before its setup stamp, so `make` takes the environment as set up (it is: the same locks).
+    The commands import the clone's code whichever checkout the environment was installed from: its
+    kame_data through PYTHONPATH, and its cli/ as kame_data.cli through a link, where a wheel puts it."""
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(dest)], check=True, timeout=300)
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     subprocess.run(["git", "-C", str(dest), "checkout", "-q", head], check=True)
     (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
+    (dest / "kame_data" / "cli").symlink_to(Path("..") / "cli")
     for name in ("pyproject.toml", "requirements/setup.lock", "requirements/no-deps.txt"):
         os.utime(dest / name, (0, 0))
     return dest
