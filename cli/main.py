@@ -291,6 +291,10 @@ def plan_cmd(
     script` keeps), else from the shipped calibration of the whole split (its date and command
     in the line).
 
+    A local `kind: jsonl` source's `fields:` mapping is checked against its first rows: a part
+    whose field no row has is a warning line (with question or answer, every item would be
+    rejected).
+
     Example:  kame-data plan recipes/kame_paper.yaml --cores 16 --gpus 1
               kame-data plan kame_paper --rows mmlu_pro=mmlu_pro_test.jsonl
     """

@@ -89,6 +89,8 @@ def test_the_run_summary_gives_rejects_by_reason():
 def test_help_tells_of_the_jsonl_kind_and_its_fields():
     r = subprocess.run(CLI + ["run", "--help"], capture_output=True, text=True, timeout=60)
     assert "kind: jsonl" in r.stdout and "fields:" in r.stdout and "question" in r.stdout
+    r = subprocess.run(CLI + ["plan", "--help"], capture_output=True, text=True, timeout=60)
+    assert "kind: jsonl" in r.stdout and "fields:" in r.stdout
 
 
 def test_the_card_says_whisper_heard_nothing_with_qa_off_and_how_to_decode(tmp_path):
