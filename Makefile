@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' $(LOCK))
 WHEELS := $(VENV)/wheels
 
-.PHONY: setup demo test test-all doctor schema lock llama-wheel rebuild-llama clean
+.PHONY: setup demo test test-all docs docs-serve doctor schema lock llama-wheel rebuild-llama clean
 
 $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	@echo "[1/4] creating $(VENV)"
@@ -88,6 +88,17 @@ schema: setup
 test-all: setup
 	$(BIN)/python -m pytest -q --durations=40
 
+# The docs site (mkdocs.yml, pages in docs/) into site/ (ignored). --strict: a broken link, a missing
+# anchor or a page outside the navigation fails. The reference pages are generated from the code at
+# every build (docs/scripts/), so none can be stale. The two variables quiet notices printed by the
+# mkdocs packages themselves about mkdocs 2, which are not warnings about this site.
+DOCS_ENV := NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true
+docs: setup
+	$(DOCS_ENV) $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: setup
+	$(DOCS_ENV) $(BIN)/mkdocs serve --strict
+
 # Re-resolve the locks from pyproject.toml's ranges (plus requirements/pins.in) and strip local
 # version labels (torch 2.13.0+cpu -> 2.13.0), so the locks name releases, not one machine's files.
 lock: setup
@@ -95,8 +106,8 @@ lock: setup
 	$(BIN)/pip-compile -q --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
 	    -o requirements/core.lock pyproject.toml
 	$(BIN)/pip-compile -q --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host \
-	    --extra tts,qa,llm,dev,train,acoustics,variants -o $(LOCK) pyproject.toml requirements/pins.in
+	    --extra tts,qa,llm,dev,train,acoustics,variants,docs -o $(LOCK) pyproject.toml requirements/pins.in
 	sed -i -E 's/^([A-Za-z0-9_.-]+==[^+ ]+)\+[A-Za-z0-9.]+/\1/' requirements/core.lock $(LOCK)
 
 clean:
-	rm -rf $(VENV) out build dist *.egg-info
+	rm -rf $(VENV) out build dist site *.egg-info

@@ -23,7 +23,7 @@ so start-up and model loading drop out:
 
 Oracle calls of the other runs go to a loopback OpenAI server with no latency.
 
-Speed probe: this CPU's time on a short workload of each kind of work (kame_data/speed_probe.py),
+Speed probe: this CPU's time on a short workload of each kind of work (kame_data/plan/speed_probe.py),
 stored as `probe`, so that `kame-data plan` on another CPU can scale each rate by that CPU's own
 times (`--only probe` adds it to rates this CPU measured).
 
@@ -59,7 +59,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kame_data import speed_probe  # noqa: E402
+from kame_data.plan import speed_probe  # noqa: E402
 from kame_data.machine import cpu_description, cpu_fingerprint  # noqa: E402
 from tests.loopback_server import LoopbackServer  # noqa: E402
 
@@ -171,13 +171,13 @@ def script_yields(tmp: Path) -> dict:
 def split_yields(splits: dict[str, Path]) -> dict:
     """Per source kind of the paper recipe, its whole split (`--split KIND=FILE`, a local copy of the
     split the recipe names) through the recipe's filters and the script's verdicts on every passing
-    item's first four variants (kame_data/yields.py `split_capacity`): what `plan` counts a hub
+    item's first four variants (kame_data/plan/yields.py `split_capacity`): what `plan` counts a hub
     source's dialogues from when its rows are not at hand."""
     from dataclasses import replace
 
     from kame_data.recipe import load_recipe
     from kame_data.runner.config import RunConfig
-    from kame_data.yields import split_capacity
+    from kame_data.plan.yields import split_capacity
 
     recipe = load_recipe("kame_paper")
     cfg = RunConfig.resolve(recipe)

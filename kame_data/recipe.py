@@ -68,6 +68,12 @@ class SourceSpec:
     # a count (an integer; 0: none), or a fraction of the lines read (below 1).
     max_bad_rows: Annotated[float, Schema(minimum=0)] = 0.05
 
+    @property
+    def source(self) -> str:
+        """The `source` its items carry, which names them on the card and in the manifest: the kind,
+        or a jsonl source's `name` (default "jsonl")."""
+        return (self.name or self.kind) if self.kind == "jsonl" else self.kind
+
     schema_rules: ClassVar[dict[str, Any]] = {
         "oneOf": [{"required": ["path"]}, {"required": ["hub"]}],
         "allOf": [{"not": {"required": ["variants", "dialogues"]}},

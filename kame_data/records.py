@@ -7,6 +7,8 @@ gives the JSON form the schemas describe.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -218,3 +220,13 @@ class Reject:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def reasons_line(rejects: Iterable[Reject] | Mapping[str, int], most: int = 6) -> str:
+    """Rejects (or their counts by reason code) as one line of a summary, most first:
+    "malformed_question 5, too_long 2" (past `most` reasons, the rest summed)."""
+    counts = rejects if isinstance(rejects, Mapping) else Counter(r.reason for r in rejects)
+    ranked = sorted(((n, r) for r, n in counts.items() if n), key=lambda nr: (-nr[0], nr[1]))
+    shown = ", ".join(f"{r} {n:,}" for n, r in ranked[:most])
+    rest = sum(n for n, _ in ranked[most:])
+    return shown + (f", {len(ranked) - most} more reasons {rest:,}" if rest else "")

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from kame_data.plan import format_plan, plan_recipe
+from kame_data.plan.planner import format_plan, plan_recipe
 from kame_data.recipe import load_recipe
 from tests.conftest import CLI
 
@@ -107,7 +107,7 @@ def test_oracle_settings_change_the_estimate(tmp_path):
 
 
 def test_plan_prices_and_budget(tmp_path):
-    from kame_data.plan import format_plan, plan_recipe
+    from kame_data.plan.planner import format_plan, plan_recipe
     from kame_data.recipe import load_recipe
 
     p = tmp_path / "priced.yaml"
@@ -124,7 +124,7 @@ def test_plan_prices_and_budget(tmp_path):
 def test_the_plan_counts_what_the_script_keeps(monkeypatch, no_downloads, tmp_path):
     """A source's dialogues shrink by the share of its rows the calibration saw the script keep
     (`benchmarks/calibrate.py --only yields`); audio, calls and tokens follow the kept dialogues."""
-    import kame_data.plan as plan_mod
+    import kame_data.plan.planner as plan_mod
 
     cal = {k: v for k, v in plan_mod.load_calibration().items() if k != "yields"}
     yields = {"measured": "2026-12-03", "kinds": {"mmlu_pro": {
@@ -200,7 +200,7 @@ def test_whole_split_calibration_counts_like_the_run(tmp_path, fixtures_dir):
     from dataclasses import replace
 
     from kame_data.runner.config import RunConfig
-    from kame_data.yields import counts_from_calibration, measure_counts, split_capacity
+    from kame_data.plan.yields import counts_from_calibration, measure_counts, split_capacity
 
     recipe = load_recipe(_counted_recipe(tmp_path, fixtures_dir))
     cfg = RunConfig.resolve(recipe)

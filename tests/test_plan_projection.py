@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from kame_data.plan import plan_recipe
-from kame_data.projection import Resources, load_calibration, project
+from kame_data.plan.planner import plan_recipe
+from kame_data.plan.projection import Resources, load_calibration, project
 from kame_data.recipe import load_recipe
 from kame_data.speech.voices import POOLS
 from tests.conftest import CLI
@@ -148,7 +148,7 @@ def test_cli_prints_wall_time_per_stage_and_the_bounding_stage():
 def test_audio_length_follows_the_calibrated_speaking_rates(monkeypatch):
     """A dialogue lasts its turns' words over the voices' measured words per second (the
     calibration's, by engine), not the engine table's declared rate."""
-    import kame_data.plan as plan_module
+    import kame_data.plan.planner as plan_module
 
     shipped = load_calibration()
     assert set(shipped["words_per_second"]) >= {"piper", "hibari", "kokoro"}

@@ -43,8 +43,8 @@ def test_the_registry_orders_steps_and_refuses_clashes():
 
 
 def test_a_registered_step_is_in_the_plan_and_the_run_config(tmp_path):
-    from kame_data.plan import format_plan, plan_recipe
-    from kame_data.projection import Resources
+    from kame_data.plan.planner import format_plan, plan_recipe
+    from kame_data.plan.projection import Resources
     from kame_data.runner.config import RunConfig
 
     with pipeline.registered(toy_step.SPEC):

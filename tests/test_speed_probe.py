@@ -1,4 +1,4 @@
-"""The speed probe that carries a calibration's rates to another CPU (kame_data/speed_probe.py)."""
+"""The speed probe that carries a calibration's rates to another CPU (kame_data/plan/speed_probe.py)."""
 
 import json
 import os
@@ -6,9 +6,9 @@ import subprocess
 
 import pytest
 
-from kame_data import speed_probe
+from kame_data.plan import speed_probe
 from kame_data.machine import cpu_description
-from kame_data.projection import load_calibration, to_this_cpu
+from kame_data.plan.projection import load_calibration, to_this_cpu
 from tests.conftest import CLI
 
 THEIRS = {"version": speed_probe.PROBE_VERSION, "cpu": "Another CPU (SomeVendor:avx2)",
@@ -113,7 +113,7 @@ def test_the_probe_measures_this_cpu_once_and_caches_it(tmp_path):
 def test_a_probe_that_fails_leaves_the_rates_as_measured_and_says_why(tmp_path, monkeypatch):
     """The probe runs in a process of its own; one that dies (here: an interpreter that only fails)
     costs the scaling, not the plan."""
-    from kame_data.projection import Resources, project
+    from kame_data.plan.projection import Resources, project
 
     cal, _ = _another_cpus_calibration(tmp_path)
     monkeypatch.setenv("KAME_DATA_CACHE_DIR", str(tmp_path / "fresh"))

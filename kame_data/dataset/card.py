@@ -246,6 +246,9 @@ def render_card(manifest: dict[str, Any], stats: dict[str, Any] | None = None,
         "ds = load_dataset(\"<this folder or repo id>\", split=\"train\", streaming=True)",
         "raw = ds.cast_column(\"audio\", Audio(decode=False))  # WAV bytes without torch",
         "```", "",
+        "Decoding the audio column needs `torchcodec` (with a torch it runs on); where it is missing, as on a "
+        "CPU-only machine with the CPU torch wheel, `ds[0]` raises an ImportError: cast the column with "
+        "`Audio(decode=False)` and read the WAV bytes with `soundfile`.", "",
         "Exports for the trainers: `kame-data export kame-finetune OUT DEST` (audio/, text/, oracle_raw/) and "
         "`kame-data export moshi-finetune OUT DEST` (stereo WAVs with word alignments and a JSONL index).", "",
         "## Limitations", "",

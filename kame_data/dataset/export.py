@@ -4,7 +4,7 @@
   `text/<id>.json` (a list of {"speaker","word","start","end"} in time order, every word),
   `oracle_raw/<id>.json` (the reference oracle fields, in the reference order), and what its
   oracle generator needs to give that same ladder: `text_floor/<id>.json` (the floor words, in the
-  order the ladder reads them) and `oracle_generation.json` (its settings). CONVERSATION.md,
+  order the ladder reads them) and `oracle_generation.json` (its settings). docs/conversation.md,
   "What enters the word stream, the oracle ladder and the exports".
 - moshi-finetune (kyutai-labs/moshi-finetune): `data_stereo/<id>.wav` with a sibling `<id>.json`
   holding {"alignments": [[word, [start, end], speaker], ...]} and `<split>.jsonl` indexes of
@@ -127,7 +127,7 @@ def dropped_events(ds: DatasetDir) -> dict[str, list[int]]:
 
 def oracle_generation(ds: DatasetDir, dropped: dict[str, list[int]]) -> dict[str, Any]:
     """`oracle_generation.json`: the arguments of kame_finetune's `tools/generate_oracle_from_text.py`
-    that give `oracle_raw/` again from `text_floor/` (up to the predictions; README.md, "Exports"),
+    that give `oracle_raw/` again from `text_floor/` (up to the predictions; docs/guides/exporting.md),
     and per file the events kame-data dropped for want of a reply (`dropped`: file stem -> timestamps)."""
     oracle = ((ds.manifest or {}).get("recipe") or {}).get("oracle") or {}
     target = {"assistant": CHANNEL["A"], "user": CHANNEL["B"]}.get(oracle.get("target", "assistant"))

@@ -4,7 +4,7 @@ The lock is `flock` on OUT/.lock, which the kernel drops when its process ends, 
 a SIGKILLed run never leaves a stale lock, so the next run needs no clean-up. The holder writes
 its PID, host and start time inside, for the refusal message and for `kame-data status`.
 
-The folder's identity is the recipe's `name` (README: "Change one stage's config and only that
+The folder's identity is the recipe's `name` (docs/concepts/pipeline.md, "Resuming": "Change one stage's config and only that
 stage and the later ones are recomputed", so a changed config of the same recipe is the same
 owner), recorded in OUT/.identity.json. Another recipe into the folder would leave a mix of two
 datasets, so it is refused unless `--force`, which first deletes the other recipe's dataset.

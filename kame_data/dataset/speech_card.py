@@ -105,9 +105,13 @@ def round_trip_lines(q: dict[str, Any], speak: dict[str, Any]) -> list[str]:
     GPU), the WER distribution of those turns, and the answer round trip's dialogues and failures
     with the failure rate's 95% interval (on a sample, the rate is an estimate)."""
     wer, checked, answer = q.get("wer"), q.get("qa_checked"), q.get("answer_check")
+    qa = speak.get("qa") or {}
+    if not qa.get("enabled"):
+        return ["", "### Speech round trip (Whisper)", "",
+                "Off: the recipe leaves `speak.qa` off, so Whisper heard no turn (no WER check, no answer round "
+                "trip). Turn it on with `speak: {qa: {enabled: true}}`."]
     if not wer and not answer:
         return []
-    qa = speak.get("qa") or {}
     lines = ["", "### Speech round trip (Whisper)", "", "| what | value |", "|---|---|"]
     if checked:
         drawn = ", ".join(f"{k} {qa[k]:g}" for k in ("sample", "gpu_sample") if qa.get(k) is not None)

@@ -1,4 +1,4 @@
-"""Whose fault is a failed LLM request: the item's, or the service's (README.md, "When the LLM
+"""Whose fault is a failed LLM request: the item's, or the service's (docs/concepts/simulator-llm.md, "When the LLM
 service misbehaves"; docs/design.md, "Rules every part keeps").
 
 One bad item (a prompt the server chokes on, a dialogue a proxy trickles, a 429 that only its

@@ -4,7 +4,7 @@ openai SDK's async client: bounded concurrency, a total deadline per attempt and
 one backend-wide pause for a real rate limit, client-side rate limits, and an abort when the
 service, not an item, is down (llm/health.py draws that line).
 
-What a server's error means for the run (README.md, "Simulator LLM"):
+What a server's error means for the run (docs/concepts/simulator-llm.md):
 - 401, 403, 404 or an unknown model: no request can succeed; the run aborts (BackendConfigError).
 - 400, 413, 422: the service refused *this* request (a content filter, a prompt over the context):
   the answer is a refusal (ChatResult.error == REFUSED, with the server's scrubbed reason), final

@@ -1,5 +1,5 @@
-"""What a failed attempt at an OpenAI-compatible service means, in one place (README.md,
-"Simulator LLM" and "When the LLM service misbehaves"): a configuration no request can pass
+"""What a failed attempt at an OpenAI-compatible service means, in one place (docs/concepts/simulator-llm.md,
+the page and its "When the LLM service misbehaves"): a configuration no request can pass
 (BackendConfigError, the run stops), a refusal of this one request (final for its item), or a
 failure worth retrying, named by its kind and the server's own words, scrubbed of secrets."""
 

@@ -31,7 +31,7 @@ class OracleConfig:
     # The run's LLM budget in US dollars: every LLM call of the run draws on it (script rewrites too).
     budget_usd: Annotated[float, Schema(exclusiveMinimum=0)] | None = operational(None)
     backend: BackendConfig = field(default_factory=BackendConfig)  # the simulator LLM
-    # When each event's words would reach a KAME front-end (README "Oracle arrival times"): a preset (ideal,
+    # When each event's words would reach a KAME front-end (docs/concepts/oracle-arrival.md): a preset (ideal,
     # hosted-fast, hosted-slow, stress) or a mapping of its parameters, e.g. {preset: hosted-fast, first_token: 1.0}.
     # ideal: every event arrives whole at its ladder time, and rows carry no arrival column. The write step
     # applies it to finished ladders, so changing it re-publishes without a single LLM call.

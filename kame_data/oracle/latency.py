@@ -152,7 +152,7 @@ class LatencyModel:
 IDEAL = LatencyModel()
 
 # Figures: ../shared/STACK.md "Latency figures for modelling oracle arrival" and "How KAME serves
-# the oracle" (README.md, "Oracle arrival times", repeats them with their sources).
+# the oracle" (docs/concepts/oracle-arrival.md repeats them with their sources).
 PRESETS: dict[str, LatencyModel] = {
     "ideal": IDEAL,
     "hosted-fast": LatencyModel(

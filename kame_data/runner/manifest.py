@@ -47,12 +47,16 @@ def _git_commit() -> str | None:
 
 
 def _licenses(recipe: Recipe) -> dict[str, str]:
-    """License per source kind: the recipe's `license` where given, else the source's own."""
+    """License per source, keyed as the rows' `source` and the card's table are (a jsonl source's
+    `name`, else its kind): the recipe's `license` where given, else the kind's own. Two sources of
+    one name keep the first stated licence."""
     from kame_data.sources import DEFAULT_LICENSES
 
     out: dict[str, str] = {}
     for spec in recipe.sources:
-        out[spec.kind] = spec.license or DEFAULT_LICENSES.get(spec.kind, "unknown")
+        lic = spec.license or DEFAULT_LICENSES.get(spec.kind, "unknown")
+        if out.get(spec.source, "unknown") == "unknown":
+            out[spec.source] = lic
     return out
 
 

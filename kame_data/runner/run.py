@@ -24,7 +24,7 @@ from kame_data.dataset.shards import PublishConfigError
 from kame_data.errors import RunAbort
 from kame_data.llm.accounting import BudgetExceeded
 from kame_data.recipe import Recipe
-from kame_data.records import Reject
+from kame_data.records import Reject, reasons_line
 from kame_data.runner.checkpoint import CheckpointStore, Keyed, item_key
 from kame_data.runner.config import RunConfig
 from kame_data.runner.executor import RunStats, StepCounts
@@ -261,7 +261,7 @@ class _Run:
         except TooManyItemErrors as e:
             raise self._fail(str(e)) from e
         if not items:
-            raise self._fail(f"no source items to process ({len(self.rejects)} rejected; "
+            raise self._fail(f"no source items to process ({len(self.rejects)} rejected: {reasons_line(self.rejects)}; "
                              f"see {self.out_dir / 'rejects.jsonl'})")
         if until is not None:
             stages = stages_until(stages, until)
@@ -340,7 +340,8 @@ class _Run:
             raise self._fail(f"{stop}; no dialogue was finished before it (answers paid for are cached: raise "
                              "oracle.budget_usd and rerun the same command to continue)", progress)
         if not outputs:
-            raise self._fail(f"every item was rejected; see {self.out_dir / 'rejects.jsonl'}", progress)
+            raise self._fail(f"every item was rejected ({reasons_line(self.rejects)}); see {self.out_dir / 'rejects.jsonl'}",
+                             progress)
         t, c = time.perf_counter(), time.thread_time()
         with piece("write"):
             shards = writer.finish()

@@ -12,7 +12,7 @@ name (`meta.question`) reaches into nested objects.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from kame_data.records import LETTERS, Reject, SourceItem
 from kame_data.sources.common import safe_id, text_id
@@ -67,3 +67,15 @@ def parse_row(row: dict, index: int, fields: dict[str, str], source: str = "json
         answer_letter=letter,
         explanation=str(_get(row, fields.get("explanation")) or "").strip(),
     )
+
+
+def unmatched_fields(rows: Iterable[dict], fields: dict[str, str]) -> list[str]:
+    """What a `fields:` mapping gets wrong on these rows: each part whose field no row has, with
+    the fields the rows do have (a mapping that matches nothing rejects every item as malformed)."""
+    rows = [r for r in rows if isinstance(r, dict)]
+    if not rows:
+        return []
+    seen = sorted({k for r in rows for k in r})
+    have = ", ".join(seen[:12]) + (", ..." if len(seen) > 12 else "")
+    return [f"fields: {part}: {name!r} matches no field of the first {len(rows)} rows (they have: {have})"
+            for part in FIELDS if (name := fields.get(part)) and all(_get(r, name) is None for r in rows)]

@@ -40,7 +40,7 @@ def parser_for(spec: SourceSpec) -> RowParser:
     if spec.kind == "jsonl":
         if not spec.fields or "question" not in spec.fields or "answer" not in spec.fields:
             raise RecipeError("a `kind: jsonl` source needs `fields` naming at least `question` and `answer`")
-        return functools.partial(jsonl.parse_row, fields=dict(spec.fields), source=spec.name or "jsonl")
+        return functools.partial(jsonl.parse_row, fields=dict(spec.fields), source=spec.source)
     try:
         return ADAPTERS[spec.kind]
     except KeyError:

@@ -82,14 +82,15 @@ Seconds = AtLeastZero | Range  # a fixed length, or [low, high] drawn per dialog
 
 @dataclass(frozen=True)
 class QAConfig:
-    """Whisper checks every turn: word error rate against the spoken text, and the median gap
-    between our word starts and Whisper's (engine-timed turns only).
+    """Off unless `enabled: true`: then Whisper checks every turn (or the `sample` share of dialogues):
+    word error rate against the spoken text, and the median gap between our word starts and
+    Whisper's (engine-timed turns only).
 
     The defaults: one word in three misheard is still a usable turn, two are not; Whisper base
     itself often puts word starts 50-100 ms early.
     """
 
-    enabled: bool = False  # check every turn with Whisper
+    enabled: bool = False  # check turns with Whisper (off by default: no turn is heard unless this is true)
     max_wer: AtLeastZero = 0.4  # the highest word error rate a turn may have
     # the largest median gap between our word starts and Whisper's, in ms (engine-timed turns)
     max_start_error_ms: Positive = 200.0

@@ -64,6 +64,6 @@ class EngineSpec:
     speakers: Callable[[str], tuple[str, ...]] | None = None
     # identity(voice): what names the voice's model files (a hash), so cached figures follow a replaced file
     identity: Callable[[str], str] | None = None
-    # the speed probe's kind whose ratio carries its rate to another CPU (kame_data/speed_probe.py):
+    # the speed probe's kind whose ratio carries its rate to another CPU (kame_data/plan/speed_probe.py):
     # "tts" (piper's ONNX network) for neural engines, "general" for compiled code such as espeak-ng
     probe: str = "tts"

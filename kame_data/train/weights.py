@@ -1,4 +1,4 @@
-"""Trained weights in the layouts the KAME tools read (README.md, "Checkpoints").
+"""Trained weights in the layouts the KAME tools read (docs/guides/training.md, "Checkpoints").
 
 - **kame** (what `kame-data train` writes): `model.safetensors` with Moshi's `LMModel` keys plus
   `oracle_emb.*`, and `moshi_lm_kwargs.json`, the `LMModel` constructor arguments. SakanaAI/kame's

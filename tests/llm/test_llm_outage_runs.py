@@ -3,7 +3,7 @@ misbehaves: one dialogue's requests failing (a trickled body, 429 with Retry-Aft
 connection reset, a 500) cost that dialogue and nothing else; a server that goes down for good
 stops the run, which publishes what it finished; a rate limit on every request pauses the backend
 once. Every rerun with the fault gone completes to the dataset an uninterrupted run makes, from
-the audio already rendered (README.md, "When the LLM service misbehaves"; llm/health.py).
+the audio already rendered (docs/concepts/simulator-llm.md, "When the LLM service misbehaves"; llm/health.py).
 
 The speech is rendered once (the module's reference run, on a server that answers everything);
 each test starts from a copy of its speech checkpoints, with an LLM cache of its own."""

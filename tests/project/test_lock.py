@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from tests.conftest import ROOT
 
-SETUP_EXTRAS = ("tts", "qa", "llm", "dev", "train", "acoustics", "variants")  # what `make setup` installs (Makefile, lock target)
+SETUP_EXTRAS = ("tts", "qa", "llm", "dev", "train", "acoustics", "variants", "docs")  # what `make setup` installs (Makefile, lock target)
 
 
 def pins(path) -> dict[str, str]:

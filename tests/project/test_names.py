@@ -32,7 +32,7 @@ DATA_KEYS = {
     ("kame_data/runner/write.py", "quality"): "a row's speech-quality figures, for the manifest",
     ("kame_data/recipe.py", "sources"): "the recipe's list of source specs (a top-level key of every recipe)",
     ("kame_data/runner/config.py", "sources"): "the recipe's list of source specs, in the resolved recipe",
-    ("kame_data/plan.py", "sources"): "the plan's table of sources",
+    ("kame_data/plan/planner.py", "sources"): "the plan's table of sources",
 }
 
 

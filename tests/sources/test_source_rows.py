@@ -291,7 +291,7 @@ def test_a_file_of_another_kind_still_ends_with_one_line(tmp_path, fixtures_dir)
     r = subprocess.run(CLI + ["run", str(recipe), "--out", str(out), "--until", "script", "-q"],
                        capture_output=True, text=True, timeout=300, env=os.environ.copy())
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert r.stderr.strip().splitlines() == [f"error: no source items to process (200 rejected; see {out.resolve() / 'rejects.jsonl'})"]
+    assert r.stderr.strip().splitlines() == [f"error: no source items to process (200 rejected: invalid_row 200; see {out.resolve() / 'rejects.jsonl'})"]
     rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
     assert {x["reason"] for x in rejects} == {"invalid_row"}
     assert rejects[0]["detail"].endswith("gsm8k_test_200.jsonl:1: <row>: 'options' is a required property")

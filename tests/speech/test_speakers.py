@@ -145,7 +145,7 @@ def test_the_card_prints_the_pool_as_the_speaker_model_hears_it():
 
 
 def test_the_shipped_figures_are_the_catalogues_and_hear_eight_speakers_in_the_default_pool():
-    """voice_figures.json is `kame-data voices check --json` of the catalogue (README, "Voices and
+    """voice_figures.json is `kame-data voices check --json` of the catalogue (docs/concepts/speech.md, "Voices and
     speakers"): it covers every catalogue voice as the catalogue defines it now, and the default
     user pool holds at least 8 speakers, none like the assistant, each within the WER bound."""
     import json

@@ -1,7 +1,7 @@
 """The bundled trainer against the reference, SakanaAI/kame_finetune: each ported rule checked on a
 small worked example whose expected values were computed by hand from the reference's documented
 behaviour (its finetune.py arguments and loss, utils/data.py's DataCollator, tools/tokenize_text.py,
-tools/tokenize_oracle.py), not from our code's output. README.md, "The bundled trainer against
+tools/tokenize_oracle.py), not from our code's output. docs/guides/training.md, "The bundled trainer against
 kame_finetune", lists the rules."""
 
 import math

@@ -1,4 +1,4 @@
-"""Trained checkpoints go where KAME's go (README.md, "Checkpoints"): what `kame-data train` writes loads
+"""Trained checkpoints go where KAME's go (docs/guides/training.md, "Checkpoints"): what `kame-data train` writes loads
 strictly the way SakanaAI/kame's loader loads, its moshi export in kyutai's own moshi loader, its
 kame-finetune export the way kame_finetune's `from_pretrained` loads; a step-N.pt exports as well; a
 resumed run continues exactly; gradient checkpointing changes nothing but memory.

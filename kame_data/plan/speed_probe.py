@@ -168,7 +168,7 @@ def this_cpu(refresh: bool = False, say: Callable[[str], Any] = log.info) -> dic
     key = f"{cpu_description()}|v{PROBE_VERSION}"
     if refresh or key not in cached:
         say(f"measuring this CPU against the calibration's (about 15 s, once per CPU; cached in {path})")
-        r = subprocess.run([sys.executable, "-m", "kame_data.speed_probe"], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "kame_data.plan.speed_probe"], capture_output=True, text=True)
         if r.returncode:
             why = f"exit status {r.returncode}" if r.returncode > 0 else f"killed by signal {-r.returncode}"
             raise ProbeFailed(f"the speed probe failed ({why}): {r.stderr.strip()[-300:]}")

@@ -35,6 +35,23 @@ def _count_rows(recipe: Recipe, spec: SourceSpec) -> int | None:
         return None
 
 
+def field_warnings(recipe: Recipe, spec: SourceSpec) -> list[str]:
+    """A local jsonl source's `fields:` checked against its first SAMPLE_ROWS rows: a part that names
+    no field of any of them (its items would all be rejected when the part is the question or answer)."""
+    if spec.kind != "jsonl" or not spec.path or not spec.fields:
+        return []
+    from itertools import islice
+
+    from kame_data.sources.jsonl import unmatched_fields
+    from kame_data.sources.rows import SourceError, read_rows
+
+    try:
+        rows = list(islice(read_rows(path=recipe.resolve(spec.path)), SAMPLE_ROWS))
+    except (SourceError, OSError, ValueError):
+        return []  # the row count says why
+    return [f"{spec.source}: {w}" for w in unmatched_fields(rows, dict(spec.fields))]
+
+
 def source_items(recipe: Recipe, spec: SourceSpec) -> tuple[int | None, str]:
     """A source's item count as the recipe gives it, and from what: quota, per_category, limit, rows
     (a local file's, before filters) or unknown."""

@@ -235,9 +235,9 @@ def _calibration_cpus(cal: dict[str, Any]) -> set[str]:
 def to_this_cpu(cal: dict[str, Any], probe: bool = True, say=None) -> dict[str, Any]:
     """The calibration carried to this machine's CPU: where another CPU measured it and stored its
     speed probe, each CPU rate is scaled by how much longer this CPU takes for that kind of work
-    (kame_data/speed_probe.py; measured once per CPU, about 15 s). Unchanged on the calibration's own
+    (kame_data/plan/speed_probe.py; measured once per CPU, about 15 s). Unchanged on the calibration's own
     CPU, with `probe` off, or for a calibration without a probe or mixed from several CPUs."""
-    from kame_data import speed_probe
+    from kame_data.plan import speed_probe
     from kame_data.machine import cpu_description
 
     theirs = cal.get("probe")

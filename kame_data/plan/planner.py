@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kame_data.llm.accounting import Prices
-from kame_data.projection import Projection, Resources, format_projection, load_calibration, project
+from kame_data.plan.projection import Projection, Resources, format_projection, load_calibration, project
 from kame_data.oracle.config import OracleConfig
 from kame_data.oracle.stage import OracleStage
 from kame_data.recipe import Recipe, SourceSpec
@@ -26,7 +26,8 @@ from kame_data.script.stage import ScriptStage
 from kame_data.speech.config import GapConfig
 from kame_data.speech.voice import words_per_second
 from kame_data.speech.voices import cast_shares
-from kame_data.yields import MIN_YIELD_SAMPLE, after_yield, dialogue_counts, rewrite_note, sampled_turns, source_items
+from kame_data.plan.yields import (MIN_YIELD_SAMPLE, after_yield, dialogue_counts, field_warnings, rewrite_note, sampled_turns,
+                                   source_items)
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class Plan:
     style: str
     sources: list[SourcePlan] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what the run would trip on (a `fields:` that matches no row)
     prices: Prices = field(default_factory=Prices)  # the oracle backend's price table
     budget_usd: float | None = None
     speech_seconds: dict[str, float] = field(default_factory=dict)  # audio seconds per TTS engine
@@ -119,6 +121,7 @@ class Plan:
         return {"recipe": self.recipe, "style": self.style, "sources": [asdict(s) for s in self.sources],
                 "totals": {**{k: self.total(k) for k in keys}, "cost_usd": self.cost_usd},
                 "prices": asdict(self.prices), "budget_usd": self.budget_usd, "notes": list(self.notes),
+                "warnings": list(self.warnings),
                 "cpu_hours": self.cpu_hours(), "steps": list(self.steps), "voices": self.voices,
                 **({"projection": self.projection.to_dict()} if self.projection else {})}
 
@@ -229,6 +232,7 @@ def plan_recipe(recipe: Recipe, rows: dict[str, str] | None = None, measure: boo
     plan.voices = {role: _cast_summary(shares[role], role, speak) for role in (ASSISTANT, USER)}
     yields = calibration.get("yields", {})
     for spec in recipe.sources:
+        plan.warnings += field_warnings(recipe, spec)
         items, items_from = source_items(recipe, spec)
         if spec.dialogues is not None:
             dialogues = spec.dialogues if items is None or spec.quota is not None else max(items, spec.dialogues)
@@ -382,7 +386,7 @@ def format_plan(plan: Plan) -> str:
         engines = ", ".join(f"{e} {x:.0%}" for e, x in sorted(v["engines"].items(), key=lambda kv: -kv[1]))
         names = ", ".join(v["voices"][:10]) + (", ..." if len(v["voices"]) > 10 else "")
         lines.append(f"{role} voices: {len(v['voices'])} ({names}); engines by share of dialogues: {engines}{heard}")
-    lines += [""] + [f"note: {n}" for n in plan.notes]
+    lines += [""] + [f"warning: {w}" for w in plan.warnings] + [f"note: {n}" for n in plan.notes]
     if plan.projection is not None:
         lines += [""] + format_projection(plan.projection)
     return "\n".join(lines)
