@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kame_data.text.compounds import glued, run_together
-from kame_data.text.latex import known_command
+from kame_data.text.latex import known_command, without_math
 from kame_data.text.numbers import NUMBER_WORD
 from kame_data.text.prepare import ANGSTROM_CARET, mended
 from kame_data.text.symbols import GREEK, LOGIC, prose_pair
@@ -105,11 +105,13 @@ _CONJUNCTION_DOT = re.compile(r"(?<=[\w)])\s*[·•]\s*(?=[\w(~])")
 _TIMES_SIGN = re.compile(r"[×·*•]|\\(?:times|cdot)\b|(?<=\d)\s*x\s*(?=\d)")
 
 # Readings a written form must justify: the words, and the marks or words that may have made them.
-_CURRENCY = re.compile(r"\\?\$\s?[-+]?\.?\d|\d\s?\$(?![^\W\d_]|\\)|\\\$|[€£¥¢]"
+_CURRENCY = re.compile(r"\\?\$\s?[-+]?\.?\d|\d\s?\$(?![^\W\d_]|\\)|\\\$|\\textcent|[€£¥¢]"
                        r"|\b(?:USD|EUR|GBP|dollars?|cents?|bucks?)\b", re.IGNORECASE)
 # '$4.95' is one reading: 'four dollars and ninety five cents'
 _DOLLARS = re.compile(r"\bdollars?\b(?:\s+and\s+(?:[a-z]+\s+){1,4}?cents?\b)?|\b(?:cents?|bucks?)\b", re.IGNORECASE)
 _APPROXIMATE = re.compile(r"[~∼]\s*[-+]?\$?\.?\d|\\sim\s*[-+]?\d|\babout\b", re.IGNORECASE)
+_PRICE = re.compile(r"(?<![\\\d])\$\s?\.?\d")
+_DOLLAR_WORDS = _w("dollars?|cents?|bucks?")
 _ABOUT = _w("about")
 _TIMES = _w("times")
 _POWER_OF = rf"(?:minus |negative )?(?:{NUMBER_WORD}|[A-Za-z]|{'|'.join(sorted(set(GREEK.values())))})\b"
@@ -174,6 +176,9 @@ def _unspoken(text: str, spoken: str) -> Problem | None:
         need = _count(mark.written, text)
         if need and _count(mark.said, spoken) - _count(mark.said, text) < need:
             return Problem(UNSPOKEN, mark.kind, f"the {mark.kind} in {_where(mark.written, text)!r} is not said")
+    prices = _count(_PRICE, without_math(text))  # '$500'; a formula's '$' pair is none ('$8.4 \\mathrm{km}$')
+    if prices and _count(_DOLLAR_WORDS, spoken) - _count(_DOLLAR_WORDS, text) < prices:
+        return Problem(UNSPOKEN, "dollar sign", f"a price in {_where(_PRICE, without_math(text))!r} is not said as money")
     for name in {GREEK[ch] for ch in text if ch in GREEK}:
         if not re.search(rf"\b(?:{_GREEK_SAID.get(name, name)})", spoken):
             return Problem(UNSPOKEN, "Greek letter", f"{name} is not said")

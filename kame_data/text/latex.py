@@ -110,7 +110,7 @@ def _latex(text: str) -> str:
         for k in sorted(table, key=len, reverse=True):
             text = re.sub(re.escape(k) + (r"(?![A-Za-z])" if k[-1].isalpha() else ""), table[k], text)
     text = re.sub(r"\\[A-Za-z]+", " ", text)  # unknown commands: drop the command, keep its arguments
-    text = text.replace("$", " ").replace("{", " ").replace("}", " ")
+    text = re.sub(r"\$(?!\s?\.?\d)", " ", text).replace("{", " ").replace("}", " ")  # a price keeps its sign
     return re.sub(r"(?<=\w)\s*/\s*(?=\w)", "/", text)  # '\\mathrm{m}/\\mathrm{s}' is 'm/s', a unit the units pass reads
 
 
@@ -142,6 +142,31 @@ def powers(text: str) -> str:
     return re.sub(r"\^\s*(\d+(?:\.\d+)?|[A-Za-z])", r" to the \1 ", text)
 
 
+def _replace_math(text: str, say) -> str:
+    """Every span `math_spans` takes for a formula, replaced by `say(inner)` (a number alone between
+    dollar signs by itself, or by nothing when `say` is `without_math`'s)."""
+    text = re.sub(r"(?<=[\d.}])\$\$(?=\s*[-\d.\\])", r"$ \\times $", text)
+    text = re.sub(r"(?<![\w$\\])\$\s?(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s?\$(?![\d$])",
+                  lambda m: f" {m.group(1) if say is _latex else ''} ", text)
+    text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + say(m.group(1)) + " ", text, flags=re.DOTALL)
+    text = re.sub(r"\\\[(.+?)\\\]|\\\((.+?)\\\)", lambda m: " " + say(m.group(1) or m.group(2)) + " ", text,
+                  flags=re.DOTALL)
+    out, pos = [], 0
+    for m in re.finditer(r"(?<!\\)\$([^$]*)(?<!\\)\$", text):
+        # "$6 + $8 + $20 = $34": a closing "$" that opens a price, or padded with spaces, is money
+        if _is_math(m.group(1)) and not re.match(r"\d", text[m.end():]) and _closes_math(m.group(1)):
+            out.append(text[pos:m.start()] + " " + say(m.group(1)) + " ")
+            pos = m.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def without_math(text: str) -> str:
+    """The text with its formulas taken out, as the money pass sees it: a '$' left is a price
+    (the inventory check counts them, kame_data/text/inventory.py)."""
+    return _replace_math(text, lambda inner: " ")
+
+
 def math_spans(text: str) -> str:
     """`$...$`, `$$...$$`, `\\[...\\]` and `\\(...\\)` that hold formulas are spoken as math.
 
@@ -149,23 +174,7 @@ def math_spans(text: str) -> str:
     spans side by side are a product ('one point three times ten to the seven')."""
     text = re.sub(r"\$\s*\^\s*\{?\s*\\circ\s*\}?\s*\$\s*(?=[CFK]\b)", "°", text)  # '25 $^\\circ$C'
     text = re.sub(r"\$\s*\\mu\s*\$\s*(?=(?:m|g|s|L|l|F|C|A|H|T|W|V|mol)\b)", "μ", text)  # '5 $\\mu$m'
-    text = re.sub(r"(?<=[\d.}])\$\$(?=\s*[-\d.\\])", r"$ \\times $", text)
-    text = re.sub(r"(?<![\w$\\])\$\s?(-?\d[\d,]*(?:\.\d+)?|-?\.\d+)\s?\$(?![\d$])", r" \1 ", text)
-    text = re.sub(r"\$\$(.+?)\$\$", lambda m: " " + _latex(m.group(1)) + " ", text, flags=re.DOTALL)
-    text = re.sub(r"\\\[(.+?)\\\]|\\\((.+?)\\\)", lambda m: " " + _latex(m.group(1) or m.group(2)) + " ", text,
-                  flags=re.DOTALL)
-
-    def span(m: re.Match) -> str:
-        return " " + _latex(m.group(1)) + " " if _is_math(m.group(1)) else m.group(0)
-
-    out, pos = [], 0
-    for m in re.finditer(r"(?<!\\)\$([^$]*)(?<!\\)\$", text):
-        # "$6 + $8 + $20 = $34": a closing "$" that opens a price, or padded with spaces, is money
-        if _is_math(m.group(1)) and not re.match(r"\d", text[m.end():]) and _closes_math(m.group(1)):
-            out.append(text[pos:m.start()] + span(m))
-            pos = m.end()
-    out.append(text[pos:])
-    text = "".join(out)
+    text = _replace_math(text, _latex)
     if "\\" in text:
         text = _latex(text)
     return text

@@ -197,7 +197,7 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<![\d.])(\d+)\(\s*(\d+)\s*/\s*(\d+)\s*\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
                   lambda m: f"{m.group(1)} {m.group(2)}/{m.group(3)}" if int(m.group(2)) < int(m.group(3))
                   else m.group(0), text)
-    text = re.sub(r"(?<![\w(/*+=^.-])(?<![-+*/=]\s)(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
+    text = re.sub(r"(?<![\w(/*+=^.$-])(?<![-+*/=]\s)(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
     text = re.sub(r"\bet al\.'s", "and colleagues'", text)
     # a blood pressure, '135/90 mm Hg', is said 'one hundred and thirty five over ninety', never a division

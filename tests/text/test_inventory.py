@@ -58,6 +58,8 @@ READS_RIGHT = [
     ("The DiGeorge/Shprintzen syndrome.", r"DiGeorge or Shprintzen"),
     ("Speed is given by distance / time.", r"distance over time"),
     ("He got the extra $10/point bonus.", r"ten dollars per point bonus"),
+    ("He paid more than what he paid ($18) on Monday.", r"paid,? eighteen dollars,? on Monday"),
+    ("It costs 8\\textcent a mile; fixed costs are $500 and more.", r"eight cents a mile; fixed costs are five hundred dollars"),
     ("It costs 3€/game in all.", r"three euros per game"),
     ("Here NNP = GNP / Depreciation.", r"GNP over Depreciation"),
     # powers before a non-number
