@@ -156,6 +156,35 @@ def _unit_powers(m: re.Match) -> str:
     return re.sub(r"-([1-4])\b", r"^-\1", m[1])
 
 
+def superscripts(text: str) -> str:
+    """Raised marks a reader says: a sign with nothing after it is a charge or a one-sided limit ('mu^-',
+    'e^{-}', 'gal^+', 't = 0^+', 'Zn^+2'); '^°' after a number's A is the angstrom ('150 A^°'), elsewhere a
+    degree sign; '^*' is 'star' ('P_A^*', '6-31G^*'); a unit's power written without the caret ('J mol-1
+    K-1', read 'per mole per kelvin' by the units pass); a power of ten whose superscript was lost after
+    a mantissa of scientific notation ('2.7 × 108 m/s')."""
+    text = ANGSTROM_CARET.sub(" Å", text)
+    text = re.sub(r"\^\s*\{?\s*°\s*\}?", "°", text)
+    text = re.sub(r"\^\s*\{?\s*\*\s*\}?", " star ", text)
+    text = re.sub(r"(?:(?<=[A-Z])|(?<=[A-Z][a-z]))\^\s*\{?\s*([+-])\s*(\d)\s*\}?(?![\d.])",
+                  lambda m: f" {m[2]} {'plus' if m[1] == '+' else 'minus'} ", text)
+    text = re.sub(r"(?<=[\w}])\s*\^\s*\{?\s*([+-])\s*\}?(?![\w({\\])", lambda m: " plus" if m[1] == "+" else " minus",
+                  text)
+    text = _UNIT_RUN.sub(_unit_powers, text)
+    return re.sub(r"(?<![\d.])(\d\.\d+\s*[×x]\s*)10([1-9]\d?)(?![\d.])(?!\s*[=+*/-])", r"\g<1>10^\2", text)
+
+
+def minus_signs(text: str) -> str:
+    """A minus sign where a hyphen's rules would drop it: in front of a root, a bracket or a lone letter
+    ('-sqrt(34)', '-(x + 1)', '-x + y'), spaced between operands where one is a letter or a bracket
+    ('Q = 60 - P', '(p - 20)', '4 - j2'; number - number is the arithmetic pass's), and an axis's sign
+    ('the -x-direction', 'negative x')."""
+    text = re.sub(r"(?<![\w-])-([xyz])(?=[-\s]?(?:direction|axis|axes|component))-?", r"negative \1 ", text)
+    text = re.sub(r"(?:^|(?<=[\s(\[{=<>,:;]))-\s?(?=sqrt\b|√|\\sqrt|\\frac|\(|[a-z](?![A-Za-z]))", " minus ", text)
+    operand_end = r"(?:(?<=[)\]}])|(?<=[A-Za-z])(?<![A-Za-z'][A-Za-z])"
+    text = re.sub(operand_end + r"|(?<=\d))\s+-\s+(?=[(\[]|[A-Za-z](?:\d|(?![A-Za-z'])))", " minus ", text)
+    return re.sub(operand_end + r")\s+-\s+(?=\d)", " minus ", text)
+
+
 def signs(text: str) -> str:
     """'\\$5' is a price; '- 10°C' after a word, or at the start, is a negative number; 'N_2O_4'
     is a formula (read 'N two O four'); '30!' is a factorial."""
@@ -163,25 +192,7 @@ def signs(text: str) -> str:
     text = text.replace("<=>", " ⇔ ").replace("->", " → ").replace("=>", " ⇒ ")
     text = re.sub(r"(?<=[\w)\]])\s*<=\s*(?=[-\w(])", " ≤ ", text)  # 'IF X1 <= 0'
     text = re.sub(r"(?<=[\w)\]])\s*>=\s*(?=[-\w(])", " ≥ ", text)
-    # a sign as a superscript with nothing after it: a charge or a one-sided limit ('mu^-', 'e^{-}', 'gal^+',
-    # 't = 0^+'); '^°' after a number's A is the angstrom ('150 A^°'), elsewhere a degree sign
-    text = ANGSTROM_CARET.sub(" Å", text)
-    text = re.sub(r"\^\s*\{?\s*°\s*\}?", "°", text)
-    text = re.sub(r"\^\s*\{?\s*\*\s*\}?", " star ", text)
-    text = re.sub(r"(?:(?<=[A-Z])|(?<=[A-Z][a-z]))\^\s*\{?\s*([+-])\s*(\d)\s*\}?(?![\d.])",
-                  lambda m: f" {m[2]} {'plus' if m[1] == '+' else 'minus'} ", text)  # 'Zn^+2', a charge  # 'P_A^*', '6-31G^*'
-    text = re.sub(r"(?<=[\w}])\s*\^\s*\{?\s*([+-])\s*\}?(?![\w({\\])", lambda m: " plus" if m[1] == "+" else " minus", text)
-    # a unit to the minus one written without the caret: 'J mol-1 K-1' (read 'per mole per kelvin' by the units pass)
-    text = _UNIT_RUN.sub(_unit_powers, text)
-    # a power of ten whose exponent lost its superscript after a mantissa of scientific notation: '2.7 × 108 m/s'
-    text = re.sub(r"(?<![\d.])(\d\.\d+\s*[×x]\s*)10([1-9]\d?)(?![\d.])(?!\s*[=+*/-])", r"\g<1>10^\2", text)
-    # a minus sign in front of a root or a bracket ('-sqrt(34)', '-(x + 1)'), and a spaced one between operands
-    # where one is a letter or a bracket ('Q = 60 - P', '(p - 20)', '4 - j2'); number - number is the arithmetic pass's
-    text = re.sub(r"(?<![\w-])-([xyz])(?=[-\s]?(?:direction|axis|axes|component))-?", r"negative \1 ", text)
-    text = re.sub(r"(?:^|(?<=[\s(\[{=<>,:;]))-\s?(?=sqrt\b|√|\\sqrt|\\frac|\(|[a-z](?![A-Za-z]))", " minus ", text)
-    text = re.sub(r"(?:(?<=[)\]}])|(?<=[A-Za-z])(?<![A-Za-z'][A-Za-z])|(?<=\d))\s+-\s+(?=[(\[]|[A-Za-z](?:\d|(?![A-Za-z'])))",
-                  " minus ", text)
-    text = re.sub(r"(?:(?<=[)\]}])|(?<=[A-Za-z])(?<![A-Za-z'][A-Za-z]))\s+-\s+(?=\d)", " minus ", text)
+    text = minus_signs(superscripts(text))
     text = re.sub(r"(?<=[A-Za-z])\s+~\s+(?=[A-Za-z])", " is similar to ", text)  # 'polygon ABCDE ~ polygon PQRST'
     text = _ION.sub(_charge, text)
     text = _CONFIGURATION.sub(lambda m: _SHELL.sub(lambda s: f" {cardinal(int(s[1]))} {s[2]} {cardinal(int(s[3]))} ",
@@ -197,7 +208,7 @@ def signs(text: str) -> str:
     text = re.sub(r"(?<![\d.])(\d+)\(\s*(\d+)\s*/\s*(\d+)\s*\)(?!\s*[=*×/])",  # '1(1/2) in.': a mixed number
                   lambda m: f"{m.group(1)} {m.group(2)}/{m.group(3)}" if int(m.group(2)) < int(m.group(3))
                   else m.group(0), text)
-    text = re.sub(r"(?<![\w(/*+=^.$-])(?<![-+*/=]\s)(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
+    text = re.sub(r"(?<![\w(/*+=^.$-])(?<![-+*/=]\s)(?<!minus )(?<!plus )(\d{1,2})\)\s+(?=[A-Za-z])", r", \1, ", text)  # "1) Guyana 2) Ecuador": a list
     text = re.sub(r"(?<=[A-Za-z0-9])•", " dot ", text)  # a radical: "CH3•"
     text = re.sub(r"\bet al\.'s", "and colleagues'", text)
     # a blood pressure, '135/90 mm Hg', is said 'one hundred and thirty five over ninety', never a division

@@ -38,6 +38,7 @@ READS_RIGHT = [
     ("Is it A, -sqrt(34); or B, sqrt(34)?", r"A, minus the square root of thirty four"),
     ("The entropy is 5 J mol-1 K-1.", r"joules per mole per kelvin"),
     ("Find U = u(1 - r/R).", r"one minus r over R"),
+    ("The cost (p - 20) and the price.", r"p minus twenty and the price"),
     ("The impedance is 4 - j2 ohms.", r"four minus j two"),
     ("Which is it: 25 – 8 or 25 + 8?", r"twenty five minus eight"),
     ("It gives 1 – P(X = 0).", r"one minus P of X equals zero"),
