@@ -42,9 +42,6 @@ _TIME_CUE = re.compile(r"\b(?:at|by|until|till|from|before|after|around|past|sin
 _RATIO_CUE = re.compile(r"\b(?:ratios?|proportions?|odds|scale|mix(?:ture)?|parts?)\b", re.IGNORECASE)
 
 
-_WHEN = re.compile(r"\b(?:when|what year|which year|in what year)\b", re.IGNORECASE)
-
-
 def dates_and_times(text: str) -> str:
     months = "|".join(_MONTHS)
     text = re.sub(rf"\b({months})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(,?\s*)({_YEAR})?",
@@ -64,11 +61,10 @@ def dates_and_times(text: str) -> str:
     text = re.sub(rf"(?<![.,])\b({_YEAR})(?=\s+(?:[A-Z][a-z]+|election|presidential|census|season|war|revolution|crisis|"
                   rf"Olympics|BC|AD|BCE|CE)\b)|(?<=[\[(])({_YEAR})(?=[\])])|^({_YEAR})(?=,)",
                   lambda m: say_year(int(next(g for g in m.groups() if g))), text)
-    # a citation's year ('(Smith, 1946)', 'Smith et al., 2001'), and bare years offered as the answer to 'when'
+    # a citation's year ('(Smith, 1946)', 'Smith et al., 2001'); a bare option '1935' stays a number: an option
+    # is said alone in the answer turn and the answer key, and must read the same there as in the question
     text = re.sub(rf"(\b[A-Z][a-z]+(?: et al\.| and others)?,\s)({_YEAR})(?=\s*[);.]|$)",
                   lambda m: m.group(1) + say_year(int(m.group(2))), text) if "," in text else text
-    if _WHEN.search(text):
-        text = re.sub(rf"(?<=[,;:]\s)({_YEAR})(?=\s*(?:[;?.]|,\s*or\b|$))", lambda m: say_year(int(m.group(1))), text)
     text = re.sub(r"\b(\d{1,4})\s*(BC|BCE|AD|CE)\b", lambda m: f"{cardinal(int(m.group(1)))} {' '.join(m.group(2))}",
                   text)
     return text

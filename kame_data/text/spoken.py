@@ -52,7 +52,7 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # a slash 'per' by a unit, 'or' between words, else 'over'; '~' and '·' in logic are 'not' and 'and'; a '$' pair
 # opening on a letter is LaTeX, never dollars; a charge '^+', '^+2', a star '^*', the angstrom 'A^°'; glued LaTeX
 # commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word;
-# a citation's year and a year offered for 'when' said as years; '80 C' by a boiling point is Celsius.
+# a citation's year said as a year; '80 C' by a boiling point is Celsius.
 SPOKEN_VERSION = "13"
 
 

@@ -74,6 +74,8 @@ _AMBIGUOUS_UNITS = {"in", "s", "h", "m", "l", "L", "g", "K", "N", "J", "V", "W",
 # Words that make a bare 'C' after a number a temperature, not a charge in coulombs.
 _TEMPERATURE = re.compile(r"\b(?:temperatures?|boil(?:s|ing|ed)?|melt(?:s|ing|ed)?|freez(?:es|ing)|heated|cooled|warm(?:er|ed)?|"
                           r"cold(?:er)?|hot(?:ter)?|thermometer|°)", re.IGNORECASE)
+_CHARGE = re.compile(r"\b(?:charges?|coulombs?|capacit\w*|currents?|electrons?|ions?|flows?|field|potential|"
+                     r"amperes?|batter(?:y|ies)|cells?|electrolysis|faraday)\b", re.IGNORECASE)
 # Words after an ambiguous unit that show it is one: "2 m long", "5 s later".
 _MEASURE_WORDS = {"long", "wide", "high", "tall", "deep", "away", "later", "earlier", "apart", "thick", "each",
                   "per", "of", "from", "and", "or", "to", "at", "for", "with", "above", "below", "across", "by"}
@@ -167,8 +169,11 @@ def units(text: str) -> str:
                 return m.group(0)  # "7m + 12n = 22": a variable in an equation, not meters
             if name == "s" and glued and m.group(1).isdigit() and _NUMBER_PLURAL.search(m.string[:m.start()]):
                 return f" {plural_of(say_number(m.group(1)))} "  # "two 6s", "in his 40s": sixes, forties
-            if name == "C" and _TEMPERATURE.search(m.string):  # 'boils at 80 C': Celsius, not coulombs
-                return f" {say_number(m.group(1))} degrees Celsius "
+            if name == "C" and not m.group(3):  # '80 C': Celsius by a boiling point, coulombs by a charge, else 'C'
+                if _TEMPERATURE.search(m.string):
+                    return f" {say_number(m.group(1))} degrees Celsius "
+                if not _CHARGE.search(m.string):
+                    return f" {say_number(m.group(1))} C "
             if name == "m" and nxt and nxt.group(1) in ("solution", "aqueous"):
                 return f" {say_number(m.group(1))} molal "
         singular, plural = _UNITS[name]

@@ -90,7 +90,6 @@ READS_RIGHT = [
     ("The virus is inactivated by heat.", r"is inactivated by"),
     ("The enzyme transconductance rises.", r"transconductance"),
     # readings nemo-text-processing got right and we did not (issue 66's evaluation)
-    ("When was he born? Is it A, 1935; or B, 1940?", r"A, nineteen thirty five; or B, nineteen forty"),
     ("As argued before (Smith, 1946).", r"Smith, nineteen forty six"),
     ("It has a boiling point of 80 C at sea level.", r"eighty degrees Celsius"),
     ("A pulse of 96/min and regular.", r"ninety six per minute"),
