@@ -66,3 +66,16 @@ def test_a_default_pool_without_flite_keeps_the_rest_and_says_what_is_missing(mo
     assert f"leaving out {', '.join(lost)}: flite is not installed" in caplog.text
     # a flite voice named on its own stays: its engine's error says what to install
     assert [v.label for v in voices.resolve(["slt"], "user")] == ["slt"]
+
+
+def test_the_doctor_skips_flite_where_the_package_is_missing(monkeypatch):
+    from dataclasses import replace
+
+    from kame_data import doctor
+    from kame_data.speech.engines import ENGINES
+
+    spec = ENGINES["flite"]
+    assert spec.check.optional and [c for c in doctor.CHECKS if c.engine == "flite"][0].optional
+    monkeypatch.setitem(ENGINES, "flite", replace(spec, check=replace(spec.check, missing=lambda: "flite is not installed")))
+    with pytest.raises(doctor.Skip, match="flite is not installed"):
+        doctor.check_engine({"engine": "flite"})
