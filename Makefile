@@ -20,7 +20,7 @@ LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 LLAMA_VERSION = $(shell sed -n 's/^llama-cpp-python==//p' $(LOCK))
 WHEELS := $(VENV)/wheels
 
-.PHONY: setup demo test test-all docs docs-serve doctor schema lock llama-wheel rebuild-llama clean
+.PHONY: setup demo test test-all docs docs-serve doctor schema lock llama-wheel rebuild-llama flite clean
 
 $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	@echo "[1/4] creating $(VENV)"
@@ -38,10 +38,22 @@ $(STAMP): pyproject.toml $(LOCK) $(NODEPS)
 	  echo "      waiting for the llama.cpp compile"; \
 	  wait $$llama || { tail -n 40 $(VENV)/llama-build.log; echo "llama.cpp did not compile (whole log: $(VENV)/llama-build.log)"; exit 1; }
 	@$(PIP) install --no-deps $(WHEELS)/llama_cpp_python-*.whl
+	@$(MAKE) --no-print-directory flite
 	@echo "[4/4] kame-data is installed in $(VENV)"
 	@touch $(STAMP)
 
 setup: $(STAMP)
+
+# flite, an optional TTS engine (rms in the default user pool; awb, rms, slt, kal in `speakers`), is a Debian
+# package, not a wheel: installed here where this user may (root, apt-get); elsewhere a note, never a
+# failure (the pool goes without those voices and says so; `kame-data doctor` shows the row).
+flite:
+	@if command -v flite >/dev/null 2>&1 || ldconfig -p 2>/dev/null | grep -q 'libflite\.so'; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "      installing the optional TTS engine flite (Debian package)"; \
+	  { apt-get install -y -qq flite >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq flite >/dev/null 2>&1; }; } \
+	    || echo "note: could not install flite (optional): the voice pools go without awb, rms, slt and kal"; \
+	else echo "note: flite (optional, Debian: sudo apt-get install flite) is not installed: the voice pools go without awb, rms, slt and kal"; fi
 
 # Never from pip's cache: a cached wheel may have been compiled for another CPU.
 # The Python package loads libllama and ggml only, but its CMakeLists forces llama.cpp's `common`

@@ -6,7 +6,7 @@ sampled with psutil). Each rate is a slope between a small and a larger run of t
 so start-up and model loading drop out:
 
 - speech (`--until speak`, one engine for both voices, `speak.workers: 1`): core-seconds per second
-  of audio for piper, espeak, hibari and Kokoro, and Whisper QA (espeak
+  of audio for piper, espeak, hibari, Kokoro and flite, and Whisper QA (espeak
   with QA on minus espeak without), and each engine's speaking rate at its default knobs (words
   per second of speaker A's turns as placed in the audio: `plan`'s audio per dialogue);
 - the embedded llama.cpp model (`threads: 1`): core-seconds per oracle call and set-up per instance
@@ -67,7 +67,9 @@ CLI = [sys.executable, "-m", "kame_data.cli.main"]
 VOICES = {"piper": ({"engine": "piper", "voice": "joe"}, {"engine": "piper", "voice": "joe", "length_scale": 1.1}),
           "espeak": ({"engine": "espeak", "voice": "en-us"}, {"engine": "espeak", "voice": "en-us+f3", "rate": 170}),
           "hibari": ({"engine": "hibari", "voice": "heart"}, {"engine": "hibari", "voice": "heart", "speed": 1.1}),
-          "kokoro": ({"engine": "kokoro", "voice": "jf_gongitsune"}, {"engine": "kokoro", "voice": "jm_kumo"})}
+          "kokoro": ({"engine": "kokoro", "voice": "jf_gongitsune"}, {"engine": "kokoro", "voice": "jm_kumo"}),
+          # the Debian package (`make flite`): three voices of the default user pool
+          "flite": ({"engine": "flite", "voice": "slt"}, {"engine": "flite", "voice": "rms"})}
 # The post-speech steps, and the speak step's optional parts, measured by the CPU of the steps' own
 # worker processes (the manifest's `cpu`) in full runs: each part is what it adds to the plain runs.
 POST = {"quality": {"enabled": True}, "acoustics": {"enabled": True}}

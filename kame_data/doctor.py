@@ -47,6 +47,9 @@ def check_engine(opts: dict) -> str:
     from kame_data.speech.voice import VoiceConfig, open_engine
 
     spec = engine_spec(opts["engine"])
+    why = spec.check.missing() if spec.check and spec.check.missing else None
+    if why:
+        raise Skip(why)
     voice = opts.get(spec.name, spec.check.voice if spec.check else "")
     syn = open_engine(VoiceConfig(engine=spec.name, voice=voice), threads=1).synthesize(SENTENCE)
     seconds = len(syn.audio) / syn.sample_rate
@@ -171,7 +174,8 @@ class Check:
 
 def _engine_checks() -> tuple[Check, ...]:
     """One check per TTS engine that declares one (speech/engines.py), in the table's order."""
-    return tuple(Check(s.check.label, s.check.packages, "kame_data.doctor:check_engine", s.check.advice, engine=s.name)
+    return tuple(Check(s.check.label, s.check.packages, "kame_data.doctor:check_engine", s.check.advice,
+                       optional=s.check.optional, engine=s.name)
                  for s in ENGINES.values() if s.check)
 
 

@@ -23,13 +23,24 @@ def _fmt(v: Any, pct: bool = False) -> str:
     return f"{v:.1%}" if pct else f"{v:g}"
 
 
-def _pool_line(pool: dict[str, Any]) -> str:
-    """The user pool as a speaker model hears it (manifest speak.speaker_pool)."""
+def _pool_line(pool: dict[str, Any], cast: list[str]) -> str:
+    """The user pool as the speaker models hear it (manifest speak.speaker_pool), counted over the
+    user voices the rows actually hold (`cast`) where the manifest has the pool's groups."""
     worst = max(pool.get("to_assistant", {}).items(), key=lambda kv: kv[1], default=None)
     joined = "; ".join(", ".join(g) for g in pool.get("one_speaker", []))
-    return (f"User pool: {pool['voices']} voices; {pool['speakers']} distinct speakers among the {pool['measured']} "
-            f"measured by `kame-data voices check` (speaker model {pool['speaker_model']}, one speaker at a "
-            f"similarity of {pool['threshold']:g} or more)"
+    groups = pool.get("groups")
+    speakers = pool["speakers"] if groups is None or not cast else sum(1 for g in groups if set(g) & set(cast))
+    models = pool.get("speaker_models") or {}
+    by_model = ", ".join(f"{m['model']} {m['speakers']} (one speaker at {m['threshold']:g} or more)"
+                         for m in models.values())
+    voices = f"{len(cast)} of its {pool['voices']} voices cast" if groups is not None and cast else f"{pool['voices']} voices"
+    unmeasured = [c for c in cast if groups is not None and not any(c in g for g in groups)]
+    if unmeasured:
+        voices += f" ({len(unmeasured)} of them never measured: {', '.join(unmeasured)})"
+    return (f"User pool: {voices}; {speakers} distinct speakers among them as measured by `kame-data voices check`"
+            + (f" (the pool's {pool['measured']} measured voices by each speaker model: {by_model}; voices either model "
+               "hears as one person, or variants of one engine voice, count once)" if models else
+               f" (speaker model {pool.get('speaker_model')}, one speaker at {pool.get('threshold')} or more)")
             + (f"; heard as one speaker: {joined}" if joined else "")
             + (f"; closest to the assistant: {worst[0]} at {worst[1]:g}" if worst else "") + ".")
 
@@ -59,14 +70,14 @@ def speech_sections(manifest: dict[str, Any]) -> list[str]:
              + (" screening WER |" if screen else "") + (" to the assistant | closest voice |" if pool else ""),
              "|---|---|---|---|---|---|---|" + ("---|" if screen else "") + ("---|---|" if pool else "")]
     if pool:
-        lines[4:4] = ["", _pool_line(pool)]
+        lines[4:4] = ["", _pool_line(pool, [k for k, v in q["voices"].items() if v["role"] == "user"])]
     for label, v in q["voices"].items():
         near = pool.get("closest", {}).get(label)
         lines.append(f"| {label} | {v['role']} | {v['turns']} | {_fmt(v['share'], True)} | {v['minutes']} | "
                      f"{_fmt(v['median_wer'])} | {_fmt(v['median_dnsmos'])} |"
                      + (f" {_fmt(screen.get(label))} |" if screen else "")
                      + (f" {_fmt(pool.get('to_assistant', {}).get(label))} | "
-                        f"{f'{near[0]} {near[1]:g}' if near else '–'} |" if pool else ""))
+                        f"{f'{near[0]} {near[1]:g}' + (f' ({near[2]})' if len(near) > 2 else '') if near else '–'} |" if pool else ""))
     lines += round_trip_lines(q, (manifest.get("recipe") or {}).get("speak") or {})
     measured = [k for k in _MEASURES if k in q]
     if measured:

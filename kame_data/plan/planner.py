@@ -140,7 +140,7 @@ def _engine_rates(cal: dict[str, Any], engines: dict[str, float], notes: list[st
             raise ValueError(f"the calibration has no rate for the {engine} engine: run benchmarks/calibrate.py")
         rates[engine] = rates[DEFAULT_ENGINE] * rel
         notes.append(f"{engine}: not in the calibration; counted at {rel:g}x {DEFAULT_ENGINE}'s rate "
-                     f"(the engine table's side-by-side measurement)")
+                     f"(the engine table's relative_cost; benchmarks/calibrate.py measures it)")
     return rates
 
 
@@ -381,7 +381,7 @@ def format_plan(plan: Plan) -> str:
         lines.append("estimated cost: $0 (no price table: set oracle.backend.prompt_price_per_million and "
                      "completion_price_per_million for a paid API)")
     for role, v in plan.voices.items():
-        heard = (f"; {v['speakers']} speakers to the speaker model ({v['measured']} of {len(v['voices'])} voices "
+        heard = (f"; {v['speakers']} speakers to the screen (both speaker encoders; {v['measured']} of {len(v['voices'])} voices "
                  "measured by `kame-data voices check`)") if "speakers" in v else ""
         engines = ", ".join(f"{e} {x:.0%}" for e, x in sorted(v["engines"].items(), key=lambda kv: -kv[1]))
         names = ", ".join(v["voices"][:10]) + (", ..." if len(v["voices"]) > 10 else "")

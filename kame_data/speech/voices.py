@@ -11,6 +11,11 @@ and from the assistant's Joe (median f0 about 90 Hz); the pools; and each role's
 recipe gives none. Being data, it names engines without any Python module outside the engine table
 spelling them.
 
+A pool named by its catalogue name leaves out the voices of an optional engine this machine lacks
+(flite is a Debian package: a pip-only machine gets the rest of the pool), with a warning that
+says which voices and why; a voice named on its own is kept, and its engine's error says what to
+install. So the pool a run records is the pool it casts.
+
 Casting is seeded per dialogue: a hash of (seed, dialogue id, role) picks the first voice of the
 role's pool by weight (each voice's `weight`, times an even share per `balance` group, e.g. per
 sex), and the rest of the pool, in order, are the fallbacks QA may move on to.
@@ -20,13 +25,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections import Counter
 from dataclasses import replace
 from importlib import resources
 from typing import Any, Sequence
 
+from kame_data.speech.engines import missing
 from kame_data.speech.voice import VoiceConfig
 
+log = logging.getLogger(__name__)
 _CATALOGUE = json.loads(resources.files("kame_data.speech").joinpath("voices.json").read_text("utf-8"))
 BUNDLED: dict[str, VoiceConfig] = {v["name"]: VoiceConfig(**v) for v in _CATALOGUE["voices"]}
 POOLS: dict[str, tuple[str, ...]] = {name: tuple(members) for name, members in _CATALOGUE["pools"].items()}
@@ -41,7 +49,7 @@ def role_default(role: str) -> VoiceConfig | str:
 def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
     """A recipe's voice or pool (a mapping, a catalogue name, a pool name, or a list of these)."""
     if isinstance(value, str) and value in POOLS:
-        return tuple(BUNDLED[n] for n in POOLS[value])
+        return available(value)
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     out: list[VoiceConfig] = []
     for v in items:
@@ -49,7 +57,7 @@ def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
             out.append(v)
         elif isinstance(v, str):
             if v in POOLS:
-                out.extend(BUNDLED[n] for n in POOLS[v])
+                out.extend(available(v))
             elif v in BUNDLED:
                 out.append(BUNDLED[v])
             else:
@@ -68,6 +76,19 @@ def resolve(value: Any, role: str) -> tuple[VoiceConfig, ...]:
     if clash:
         raise ValueError(f"speak.{role}: two different voices share the label {clash[0]!r}; give each its own `name`")
     return tuple(dict.fromkeys(out))
+
+
+_WARNED: set[str] = set()
+
+
+def available(pool: str) -> tuple[VoiceConfig, ...]:
+    """A catalogue pool's voices whose engines this machine has (a warning, once, names the rest)."""
+    voices = [BUNDLED[n] for n in POOLS[pool]]
+    lacking = {v.label: missing(v.engine) for v in voices if missing(v.engine)}
+    if lacking and pool not in _WARNED:
+        _WARNED.add(pool)
+        log.warning("voice pool %s: leaving out %s: %s", pool, ", ".join(lacking), "; ".join(sorted(set(lacking.values()))))
+    return tuple(v for v in voices if v.label not in lacking)
 
 
 def _speakers(voice: VoiceConfig, role: str) -> list[VoiceConfig]:

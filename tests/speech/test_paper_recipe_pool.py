@@ -58,7 +58,8 @@ def test_the_paper_recipe_casts_the_default_user_pool(tmp_path, monkeypatch):
     assert users and users <= pool and len(users) >= 3, users
     manifest = json.loads((out / "manifest.json").read_text())
     card = (out / "README.md").read_text()
-    assert f"User pool: {len(pool)} voices" in card and "| espeak:" not in card
+    cast = {v for v, x in manifest["quality"]["voices"].items() if x["role"] == "user"}
+    assert f"User pool: {len(cast)} of its {len(pool)} voices cast" in card and "| espeak:" not in card
     for voice, v in manifest["quality"]["voices"].items():
         if v["role"] == "user":
             assert voice in pool and f"| {voice} | user | {v['turns']} |" in card
