@@ -220,10 +220,10 @@ def identity(voice: str) -> str:
 
 SPEC = EngineSpec(
     name="flite", loader=FliteEngine, knobs=("speed",), timed=True, tempo=Tempo("speed"),
-    words_per_second=2.7,  # taken as piper's until the calibration measures it
-    # core-s per audio-s relative to piper's: flite's real-time factor is 0.007-0.026 (STACK.md, 2-core
-    # machine) against piper's 0.13 there, plus the resampling to 24 kHz; the calibration replaces it
-    relative_cost=0.15,
+    words_per_second=2.8,  # slt and rms at their default speed (benchmarks/calibrate.py --only speech: 2.819)
+    # core-s per audio-s relative to piper's: 0.0221 against 0.0812 (benchmarks/calibrate.py --only speech,
+    # idle 2-core Xeon, 2026-12-07; synthesis phrase by phrase plus the resampling to 24 kHz)
+    relative_cost=0.27,
     probe="general",  # a C synthesiser (diphone and clustergen), no network
     identity=identity,
     sound_version=SOUND_VERSION,
