@@ -9,6 +9,7 @@ line in that table.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -73,3 +74,18 @@ class EngineSpec:
     # how the engine module turns text into audio, where it changes without a package's version changing:
     # bumped with such a change, it is part of the speak step's checkpoint key (0: not tracked)
     sound_version: int = 0
+
+
+class ProcessLibrary:
+    """A native library loaded once per process (espeak-ng, libflite through ctypes): `get()` builds the
+    one instance under the subclass's own `lock`, which also serialises its calls."""
+
+    lock: threading.Lock
+    _instance: "ProcessLibrary | None" = None
+
+    @classmethod
+    def get(cls):
+        with cls.lock:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
+from kame_data.speech.engine_spec import EngineCheck, EngineSpec, ProcessLibrary, Tempo
 from kame_data.speech.synthesis import Span, Synthesis
 from kame_data.text import spoken_tokens
 
@@ -47,7 +47,7 @@ class _Event(ctypes.Structure):
 _Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
 
 
-class _Library:
+class _Library(ProcessLibrary):
     """espeak-ng for this process: where it is, and one synthesis at a time on a fresh load."""
 
     _instance: "_Library | None" = None
@@ -64,13 +64,6 @@ class _Library:
         self._chunks: list[np.ndarray] = []
         self._events: list[tuple[int, int]] = []  # (char position, 1-based; sample)
         self._callback = _Callback(self._on_audio)  # keep a reference: ctypes does not
-
-    @classmethod
-    def get(cls) -> "_Library":
-        with cls.lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
 
     def _on_audio(self, wav, n, events) -> int:
         if n > 0:

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from kame_data.audio import resample
-from kame_data.speech.engine_spec import EngineCheck, EngineSpec, Tempo
+from kame_data.speech.engine_spec import EngineCheck, EngineSpec, ProcessLibrary, Tempo
 from kame_data.speech.synthesis import Span, Synthesis
 from kame_data.text import spoken_tokens
 
@@ -71,7 +71,7 @@ def missing() -> str | None:
     return None if ctypes.util.find_library("flite") else f"flite is not installed ({PACKAGE})"
 
 
-class _Library:
+class _Library(ProcessLibrary):
     """libflite for this process, and its voices, registered once each."""
 
     lock = threading.Lock()
@@ -90,13 +90,6 @@ class _Library:
             fn.restype, fn.argtypes = res, args
         self.lib.flite_init()
         self.voices: dict[str, int] = {}
-
-    @classmethod
-    def get(cls) -> "_Library":
-        with cls.lock:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
 
     def voice(self, name: str) -> int:
         with self.lock:
