@@ -1,6 +1,6 @@
 """Conversations through `kame-data run`: the quickstart's turn-taking, figures and export, and a
-recipe of 40 dialogues whose default user pool (at least eight voices) stays intelligible (median WER at most 5% per
-voice) with every voice and its share on the card."""
+recipe of 20 dialogues that casts every voice of the default user pool (one per speaker), each intelligible (median
+WER at most 5% per voice), with every voice and its share on the card."""
 
 import json
 import subprocess
