@@ -114,7 +114,9 @@ class DialogueRenderer:
         tried: list[str] = []
         while True:
             r = self._render_once(dialogue, skip, slowed)
-            lost = self._answer_lost(dialogue, r) if isinstance(r, RenderedDialogue) else None
+            if not isinstance(r, RenderedDialogue):
+                return r  # refused before the answer could be heard (a turn too long, every voice failing QA)
+            lost = self._answer_lost(dialogue, r)
             if lost is None:
                 return replace(r, answer_checked=True) if self._answer_heard else r
             heard_with = next(t.voice for t, turn in zip(r.timings, dialogue.turns) if turn.role == ASSISTANT)

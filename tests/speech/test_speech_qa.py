@@ -219,6 +219,20 @@ def test_a_dialogue_qa_sample_leaves_out_is_not_heard_and_carries_no_wer():
 
 
 @pytest.mark.slow
+def test_a_dialogue_refused_after_one_whose_answer_was_heard_is_a_reject_not_a_crash():
+    """With the answer round trip on, a dialogue the speak step refuses before any engine speaks (a
+    turn too long) comes back as its reject, whatever the dialogue before it heard. It once came back
+    as an internal_error: the round trip's verdict was applied to the reject (a real MMLU-Pro row)."""
+    cfg = SpeakConfig(user=VoiceConfig("piper", "joe"), qa=QAConfig(enabled=True), workers=1,
+                      answer=AnswerCheckConfig(enabled=True), max_turn_seconds=20)
+    renderer = SpeakStage(cfg, RunContext(seed=3)).renderer
+    heard = renderer.render(_dialogue("s-1-v0", "What is the capital of France?", "The capital of France is Paris."))
+    assert isinstance(heard, RenderedDialogue) and heard.answer_checked
+    refused = renderer.render(_dialogue("s-2-v0", "Which option? " * 40, "The first one."))
+    assert isinstance(refused, Reject) and refused.reason == "too_long", refused
+
+
+@pytest.mark.slow
 def test_a_voice_that_fails_qa_is_replaced_then_the_dialogue_rejected():
     # espeak's formant voices are hard for Whisper base (WER about 0.3); piper's Joe is not
     pool = (VoiceConfig("espeak", "en-us+f3", rate=200), VoiceConfig("piper", "joe"))
