@@ -319,6 +319,9 @@ def to_dialogue(item: SourceItem, variant: int, turns: list[tuple[str, str]],
 
 
 MAX_KEY_WORDS = 12  # a longer free-text answer is an essay, not a phrase a transcript can be matched against
+# An option's text is said whole after its letter, so a long one is still matched (most of its words in
+# order): when Whisper misses the letter ("That would be B" heard "would be the"), the text still counts.
+MAX_OPTION_KEY_WORDS = 40
 
 
 def answer_key(item: SourceItem, target: Target | None = None) -> list[str]:
@@ -332,12 +335,12 @@ def answer_key(item: SourceItem, target: Target | None = None) -> list[str]:
         positions = answer_positions(item) or []
         target = target or choice_target(item, [LETTERS[i] for i in positions])
         letters = [a for a in target.letter.split(" and ") if a]
-        texts = [item.options[i] for i in positions]
-        forms = letters + [to_spoken(_option(t, item.question)) for t in texts]
+        texts = [to_spoken(_option(item.options[i], item.question)) for i in positions]
+        forms = letters + [t for t in texts if 0 < len(spoken_words(t)) <= MAX_OPTION_KEY_WORDS]
     else:
         target = target or open_target(item)
-        forms = [to_spoken(target.text), to_spoken(item.answer)]
-    return list(dict.fromkeys(f for f in forms if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS))
+        forms = [f for f in (to_spoken(target.text), to_spoken(item.answer)) if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS]
+    return list(dict.fromkeys(forms))
 
 
 def checked_dialogue(item: SourceItem, variant: int, script: Script) -> Dialogue | Reject:

@@ -58,9 +58,10 @@ def answer_heard(answer: Sequence[str], transcript: str, min_phrase_match: float
     if not answer:
         return True
     heard = normalise_words(transcript)
+    spelled = normalise_words(transcript, join_letters=False)  # "is C, I only": the letter alone
     for form in answer:
         if len(form) == 1 and form.isupper():
-            if _letter_heard(form, heard):
+            if _letter_heard(form, spelled):
                 return True
             continue
         words = normalise_words(form)

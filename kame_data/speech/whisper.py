@@ -196,9 +196,11 @@ def _american() -> dict[str, str]:
     return EnglishSpellingNormalizer().mapping
 
 
-def normalise_words(text: str) -> list[str]:
+def normalise_words(text: str, join_letters: bool = True) -> list[str]:
     """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words),
-    American spelling, and a run of single letters as one word ("B. B" and "bb" sound alike)."""
+    American spelling, and a run of single letters as one word ("B. B" and "bb" sound alike; with
+    `join_letters` off each letter stays a word: an option letter before a text that starts with one,
+    "C, I only", is the letter C)."""
     # Read twice, the second time in lower case and without apostrophes: a word of capitals is kept
     # whole ("ABBAAct") but the same letters in lower case are split where words run together
     # ("abba act"), so without the second reading normalising its own output would change it.
@@ -210,7 +212,7 @@ def normalise_words(text: str) -> list[str]:
     for w in spoken.split():
         w = w.replace("'", "")  # "cell's", "cells'" and "cells" are one word to a listener
         for part in _EQUIVALENT.get(w, american.get(w, w)).split():
-            if len(part) == 1 and part.isalpha():
+            if len(part) == 1 and part.isalpha() and join_letters:
                 letters += 1
                 if letters > 1:
                     out[-1] += part

@@ -53,7 +53,9 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # opening on a letter is LaTeX, never dollars; a charge '^+', '^+2', a star '^*', the angstrom 'A^°'; glued LaTeX
 # commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word;
 # a citation's year said as a year; '80 C' by a boiling point is Celsius.
-SPOKEN_VERSION = "13"
+# 14: a multiple-choice answer key keeps option texts of up to 40 words (script/template.py `answer_key`), so a
+# round trip that misses the letter ("That would be B" heard "would be the") still finds the answer said.
+SPOKEN_VERSION = "14"
 
 
 @lru_cache(maxsize=8192)

@@ -33,10 +33,33 @@ def test_answer_heard_forms():
     assert answer_heard([], "anything")  # nothing to check
 
 
+def test_an_option_letter_before_a_text_that_starts_with_a_letter_is_heard():
+    """Whisper's "C, I only" (a real MMLU-Pro answer, options of Roman-numbered statements) once read
+    as the one word "ci", so neither the letter nor the text was found and a dialogue whose answer
+    was heard right was rejected answer_lost."""
+    assert answer_heard(["C", "I only"], "The answer is C, I only.")
+    assert answer_heard(["C"], "It's C, A hundred metres.")
+    assert not answer_heard(["B"], "The answer is C, I only.")
+    assert not answer_heard(["B"], "It's C, B and D are wrong.")  # a B with no letter cue before it
+
+
 def _item(**kw) -> SourceItem:
     base = dict(id="t1", source="mmlu_pro", category="astronomy", question="Which planet is known as the red planet?",
                 options=["Venus", "Mars", "Jupiter", "Saturn"], answer="Mars", answer_letter="B")
     return SourceItem(**{**base, **kw})
+
+
+def test_a_long_option_text_is_in_the_key_so_a_missed_letter_does_not_lose_the_answer():
+    """Whisper base hears "That would be B: the ..." as "That would be the ...": the letter merges with
+    "be". The option's text, said whole, is the answer too, however long (a real MMLU-Pro history
+    answer of 13 words was rejected answer_lost with only its letter in the key)."""
+    long = "the kingdom had never won the loyalty of the many peoples it had taken over by force"
+    item = _item(question="Why did the kingdom fall so quickly?", answer=long,
+                 options=["a plague had struck the capital", long, "its army was away", "a drought"])
+    key = answer_key(item)
+    assert key == ["B", long]
+    assert answer_heard(key, "That would be the kingdom had never won the loyalty of the many peoples it had taken over.")
+    assert not answer_heard(key, "That would be a plague had struck the capital.")
 
 
 def test_the_script_records_the_answer_key():
