@@ -111,6 +111,9 @@ _CURRENCY = re.compile(r"\\?\$\s?[-+]?\.?\d|\d\s?\$(?![^\W\d_]|\\)|\\\$|\\textce
 _DOLLARS = re.compile(r"\bdollars?\b(?:\s+and\s+(?:[a-z]+\s+){1,4}?cents?\b)?|\b(?:cents?|bucks?)\b", re.IGNORECASE)
 _APPROXIMATE = re.compile(r"[~∼]\s*[-+]?\$?\.?\d|\\sim\s*[-+]?\d|\babout\b", re.IGNORECASE)
 _PRICE = re.compile(r"(?<![\\\d])\$\s?\.?\d")
+# Two amounts with nothing but a space between ('$0 $75000', 'Total Assets $1,000,000 $2,000,000'): a table's
+# row flattened into prose, which no reading says as its columns (issue 66's MMLU-Pro scan: 12 rows).
+_SIDE_BY_SIDE = re.compile(r"(?<![\\\d])\$\s?[\d,]*\.?\d+\s+\$\s?\.?\d[\d,]*(?:\.\d+)?")
 _DOLLAR_WORDS = _w("dollars?|cents?|bucks?")
 _ABOUT = _w("about")
 _TIMES = _w("times")
@@ -153,8 +156,8 @@ def inventory_problem(written: str, spoken: str) -> Problem | None:
     """The first reason the spoken form of `written` cannot be published, or None when every mark
     of the written form is said and every reading of the spoken form is justified."""
     text = _written(written)
-    return _garbled(written) or _unknown_commands(text) or _unspoken(text, spoken) or _unjustified(text, spoken) \
-        or _unsplit(spoken)
+    return _garbled(written) or _unknown_commands(text) or _table_row(text) or _unspoken(text, spoken) \
+        or _unjustified(text, spoken) or _unsplit(spoken)
 
 
 def _garbled(written: str) -> Problem | None:
@@ -162,6 +165,12 @@ def _garbled(written: str) -> Problem | None:
     if _MOJIBAKE.search(mended_text):
         return Problem(GARBLED, "mojibake", f"garbled characters in {_where(_MOJIBAKE, mended_text)!r}")
     return None
+
+
+def _table_row(text: str) -> Problem | None:
+    found = _SIDE_BY_SIDE.search(without_math(text))
+    return Problem(AMBIGUOUS, "table row", f"amounts side by side with nothing between them, "
+                   f"{found.group(0)!r}: a table flattened into prose") if found else None
 
 
 def _unknown_commands(text: str) -> Problem | None:

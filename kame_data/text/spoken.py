@@ -54,7 +54,8 @@ from kame_data.text.units import currency, dimensions, equivalents, units
 # commands ('\\DeltaE'), '\\ding' bullets, '\\rule' blanks; mojibake mended (ftfy); function words glued to a word;
 # a citation's year said as a year; '80 C' by a boiling point is Celsius.
 # 14: a multiple-choice answer key keeps option texts of up to 40 words (script/template.py `answer_key`), so a
-# round trip that misses the letter ("That would be B" heard "would be the") still finds the answer said.
+# round trip that misses the letter ("That would be B" heard "would be the") still finds the answer said; a table
+# flattened into prose ('$0 $75000') is refused (text/inventory.py `_table_row`).
 SPOKEN_VERSION = "14"
 
 

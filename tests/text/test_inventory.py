@@ -119,6 +119,10 @@ def test_each_kind_reads_right(written, expected):
 REFUSED = [
     ("Let ~= be a relation on A.", AMBIGUOUS),  # a tilde that is neither about nor not
     ("Read \\cyrchar\\CYRA aloud.", AMBIGUOUS),  # an unknown LaTeX command
+    # a table flattened into prose: its columns' amounts side by side (MMLU-Pro 5480's options, "Net income
+    # Other comprehensive income": "$0 $75000" was said "zero dollars seventy five thousand dollars")
+    ("It's C, $0 $75000.", AMBIGUOUS),
+    ("Total Assets $1,000,000 $2,000,000 Sales $3,500", AMBIGUOUS),
     ("The name is caf\u00c3\u00a9 \u00c3\u00a9t\u00c3\u00a9 \ufffd.", GARBLED),
 ]
 
@@ -127,6 +131,12 @@ REFUSED = [
 def test_what_cannot_be_read_right_is_refused(written, reason):
     spoken, got = verdict(written)
     assert got == reason, spoken
+
+
+def test_amounts_with_a_word_or_mark_between_them_are_said():
+    for written in ("It costs $4 or $5.", "Prices were $5, $6 and $7.", "from $10 to $20", "Let $x$ $y$ be reals."):
+        spoken, got = verdict(written)
+        assert got == "", (written, spoken)
 
 
 def test_a_dropped_sign_is_refused_not_published():
