@@ -42,8 +42,13 @@ def _in_order(phrase: Sequence[str], heard: Sequence[str]) -> int:
     return prev[-1]
 
 
+# How Whisper may spell a letter said alone, for the option letters MMLU-Pro uses (A-J; H it writes as H).
+_LETTER_NAMES = {"a": ("ay",), "b": ("bee",), "c": ("see",), "d": ("dee",), "e": ("ee",), "f": ("ef", "eff"),
+                 "g": ("gee",), "i": ("eye",), "j": ("jay",)}
+
+
 def _letter_heard(letter: str, heard: Sequence[str]) -> bool:
-    names = {letter.lower(), {"a": "ay", "b": "bee", "c": "see", "d": "dee", "e": "ee"}.get(letter.lower(), "")} - {""}
+    names = {letter.lower(), *_LETTER_NAMES.get(letter.lower(), ())}
     for i, w in enumerate(heard):
         if w in names and (i == 0 or heard[i - 1] in LETTER_CUES):
             return True

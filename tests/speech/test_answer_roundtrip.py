@@ -41,6 +41,9 @@ def test_an_option_letter_before_a_text_that_starts_with_a_letter_is_heard():
     assert answer_heard(["C"], "It's C, A hundred metres.")
     assert not answer_heard(["B"], "The answer is C, I only.")
     assert not answer_heard(["B"], "It's C, B and D are wrong.")  # a B with no letter cue before it
+    for letter, said in (("F", "eff"), ("G", "gee"), ("I", "eye"), ("J", "jay")):  # MMLU-Pro's ten options
+        assert answer_heard([letter], f"The answer is {said}."), letter
+        assert not answer_heard([letter], f"The answer is C, {said}."), letter
 
 
 def _item(**kw) -> SourceItem:
