@@ -339,7 +339,8 @@ def answer_key(item: SourceItem, target: Target | None = None) -> list[str]:
         forms = letters + [t for t in texts if 0 < len(spoken_words(t)) <= MAX_OPTION_KEY_WORDS]
     else:
         target = target or open_target(item)
-        forms = [f for f in (to_spoken(target.text), to_spoken(item.answer)) if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS]
+        texts = [to_spoken(target.text), to_spoken(item.answer)]
+        forms = [f for f in texts if 0 < len(spoken_words(f)) <= MAX_KEY_WORDS]
     return list(dict.fromkeys(forms))
 
 

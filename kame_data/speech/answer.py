@@ -58,12 +58,12 @@ def _letter_heard(letter: str, heard: Sequence[str]) -> bool:
 def answer_heard(answer: Sequence[str], transcript: str, min_phrase_match: float = 0.75) -> bool:
     """Whether `transcript` (what Whisper heard) carries any form of the answer; True when there is
     no answer to check."""
-    from kame_data.speech.whisper import normalise_words
+    from kame_data.speech.whisper import join_letter_runs, normalise_words
 
     if not answer:
         return True
-    heard = normalise_words(transcript)
     spelled = normalise_words(transcript, join_letters=False)  # "is C, I only": the letter alone
+    heard = join_letter_runs(spelled)
     for form in answer:
         if len(form) == 1 and form.isupper():
             if _letter_heard(form, spelled):

@@ -200,26 +200,33 @@ def normalise_words(text: str, join_letters: bool = True) -> list[str]:
     """Lowercase words without punctuation, numbers written out (Whisper writes digits, we speak words),
     American spelling, and a run of single letters as one word ("B. B" and "bb" sound alike; with
     `join_letters` off each letter stays a word: an option letter before a text that starts with one,
-    "C, I only", is the letter C)."""
+    "C, I only", is the letter C; `join_letter_runs` joins them later)."""
     # Read twice, the second time in lower case and without apostrophes: a word of capitals is kept
     # whole ("ABBAAct") but the same letters in lower case are split where words run together
     # ("abba act"), so without the second reading normalising its own output would change it.
     first = re.sub(r"[^a-z0-9' ]+", " ", to_spoken(text).lower()).replace("'", "")
     spoken = re.sub(r"[^a-z0-9' ]+", " ", to_spoken(first).lower())
     american = _american()
-    out: list[str] = []
-    letters = 0  # length of the run of single letters that ends `out`
+    words: list[str] = []
     for w in spoken.split():
         w = w.replace("'", "")  # "cell's", "cells'" and "cells" are one word to a listener
-        for part in _EQUIVALENT.get(w, american.get(w, w)).split():
-            if len(part) == 1 and part.isalpha() and join_letters:
-                letters += 1
-                if letters > 1:
-                    out[-1] += part
-                    continue
-            else:
-                letters = 0
-            out.append(part)
+        words += _EQUIVALENT.get(w, american.get(w, w)).split()
+    return join_letter_runs(words) if join_letters else words
+
+
+def join_letter_runs(words: list[str]) -> list[str]:
+    """Normalised words with each run of single letters as one word ("b b" -> "bb")."""
+    out: list[str] = []
+    letters = 0  # length of the run of single letters that ends `out`
+    for part in words:
+        if len(part) == 1 and part.isalpha():
+            letters += 1
+            if letters > 1:
+                out[-1] += part
+                continue
+        else:
+            letters = 0
+        out.append(part)
     return out
 
 
